@@ -1,0 +1,146 @@
+//! The admin API under `/_emulator/` (see docs/emulator.md):
+//! `POST reset`; `GET state`; `GET|POST|DELETE faults`, `DELETE faults/{id}`;
+//! `GET|DELETE calls`; `GET listeners`; `GET ca.pem`; `GET health`; `GET metrics`.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::emulator::Emulator;
+use crate::faults::FaultRule;
+
+/// Routes of the admin API (nested under `/_emulator`).
+pub fn router() -> Router<Arc<Emulator>> {
+    Router::new()
+        .route("/reset", post(reset))
+        .route("/state", get(state))
+        .route(
+            "/faults",
+            get(list_faults).post(add_faults).delete(clear_faults),
+        )
+        .route("/faults/{id}", delete(remove_fault))
+        .route("/calls", get(calls).delete(reset_calls))
+        .route("/listeners", get(listeners))
+        .route("/ca.pem", get(ca_pem))
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+}
+
+async fn reset(State(emu): State<Arc<Emulator>>) -> Json<Value> {
+    emu.reset();
+    Json(json!({"reset": true}))
+}
+
+async fn state(State(emu): State<Arc<Emulator>>) -> Json<Value> {
+    Json(emu.dump())
+}
+
+async fn list_faults(State(emu): State<Arc<Emulator>>) -> Json<Value> {
+    Json(json!({"faults": emu.faults.list()}))
+}
+
+/// Accepts one rule or a list of rules.
+async fn add_faults(State(emu): State<Arc<Emulator>>, body: axum::body::Bytes) -> Response {
+    let rules: Vec<FaultRule> = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Array(a)) => match a
+            .into_iter()
+            .map(serde_json::from_value)
+            .collect::<Result<_, _>>()
+        {
+            Ok(r) => r,
+            Err(e) => return bad(&e.to_string()),
+        },
+        Ok(v) => match serde_json::from_value(v) {
+            Ok(r) => vec![r],
+            Err(e) => return bad(&e.to_string()),
+        },
+        Err(e) => return bad(&e.to_string()),
+    };
+    let mut added = Vec::new();
+    for r in rules {
+        match emu.faults.add(r) {
+            Ok(r) => added.push(r),
+            Err(e) => return bad(&e.to_string()),
+        }
+    }
+    Json(json!({"faults": added})).into_response()
+}
+
+fn bad(msg: &str) -> Response {
+    (StatusCode::BAD_REQUEST, Json(json!({"error": msg}))).into_response()
+}
+
+async fn clear_faults(State(emu): State<Arc<Emulator>>) -> Json<Value> {
+    Json(json!({"removed": emu.faults.remove(None)}))
+}
+
+async fn remove_fault(State(emu): State<Arc<Emulator>>, Path(id): Path<u64>) -> Response {
+    match emu.faults.remove(Some(id)) {
+        0 => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": format!("no fault rule {id}")})),
+        )
+            .into_response(),
+        n => Json(json!({"removed": n})).into_response(),
+    }
+}
+
+async fn calls(State(emu): State<Arc<Emulator>>) -> Json<Value> {
+    Json(emu.calls.to_json())
+}
+
+async fn reset_calls(State(emu): State<Arc<Emulator>>) -> Json<Value> {
+    emu.calls.reset();
+    Json(emu.calls.to_json())
+}
+
+async fn listeners(State(emu): State<Arc<Emulator>>) -> Json<Value> {
+    let l = emu
+        .dataplane
+        .get()
+        .map(|d| d.listeners())
+        .unwrap_or_default();
+    Json(json!({"listeners": l}))
+}
+
+async fn ca_pem(State(emu): State<Arc<Emulator>>) -> Response {
+    match &emu.ca {
+        Some(ca) => (
+            [(http::header::CONTENT_TYPE, "application/x-pem-file")],
+            ca.ca_pem(),
+        )
+            .into_response(),
+        None => (StatusCode::SERVICE_UNAVAILABLE, "no local CA\n").into_response(),
+    }
+}
+
+async fn health(State(emu): State<Arc<Emulator>>) -> Json<Value> {
+    let entries: Vec<Value> = emu
+        .health
+        .entries()
+        .into_iter()
+        .map(|(k, s)| json!({"backendService": k.backend_service, "networkEndpointGroup": k.neg, "ipAddress": k.ip_address, "port": k.port, "healthState": s.as_str()}))
+        .collect();
+    Json(json!({"health": entries}))
+}
+
+async fn metrics(State(emu): State<Arc<Emulator>>) -> Response {
+    let mut text = emu.metrics.text().trim_end_matches("# EOF\n").to_string();
+    if let Some(dp) = emu.dataplane.get() {
+        text.push_str(dp.metrics_text().trim_end_matches("# EOF\n"));
+    }
+    text.push_str("# EOF\n");
+    (
+        [(
+            http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}

@@ -1,0 +1,99 @@
+//! The HTTP surface: `/compute/v1/...` (the API), `POST /batch/compute/v1` (gcloud's batch),
+//! and `/_emulator/...` (admin). Auth is optional (`--require-token`); the Host header is
+//! ignored, since the Rust client sends it without a port (reference/gce-clients.md).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, post};
+use axum::Router;
+use bytes::Bytes;
+use http::{HeaderMap, Method, StatusCode, Uri};
+use serde_json::Value;
+
+use crate::emulator::{ApiRequest, Emulator};
+use crate::errors::ApiError;
+
+/// The whole router.
+pub fn router(emu: Arc<Emulator>) -> Router {
+    Router::new()
+        .route("/compute/v1/{*path}", any(compute))
+        .route("/batch/compute/v1", post(crate::batch::handle))
+        .route("/batch", post(crate::batch::handle))
+        .nest("/_emulator", crate::admin::router())
+        .fallback(not_found)
+        .with_state(emu)
+}
+
+async fn not_found(uri: Uri) -> Response {
+    ApiError::new(
+        404,
+        "notFound",
+        format!(
+            "The requested URL {} was not found on this server.",
+            uri.path()
+        ),
+    )
+    .into_response()
+}
+
+/// Checks `authorization: Bearer ...` when `--require-token` is set. Errors: 401 in Google's shape.
+pub fn check_auth(emu: &Emulator, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(required) = &emu.config.require_token else {
+        return Ok(());
+    };
+    let token = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    match (token, required) {
+        (None, _) => Err(ApiError::new(401, "required", "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.")),
+        (Some(t), Some(want)) if t != want => Err(ApiError::new(401, "authError", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.")),
+        _ => Ok(()),
+    }
+}
+
+/// Decodes a query string into pairs (`+` is a space, percent-escapes decoded).
+pub fn parse_query(q: Option<&str>) -> Vec<(String, String)> {
+    url::form_urlencoded::parse(q.unwrap_or_default().as_bytes())
+        .into_owned()
+        .collect()
+}
+
+/// Turns an API result into an HTTP response.
+pub fn respond(result: Result<Value, ApiError>) -> Response {
+    match result {
+        Ok(v) => (StatusCode::OK, axum::Json(v)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn compute(
+    State(emu): State<Arc<Emulator>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(e) = check_auth(&emu, &headers) {
+        return e.into_response();
+    }
+    let path = uri
+        .path()
+        .strip_prefix("/compute/v1/")
+        .unwrap_or_default()
+        .to_string();
+    let req = ApiRequest {
+        method,
+        path,
+        query: parse_query(uri.query()),
+        body,
+    };
+    respond(emu.handle(req).await)
+}

@@ -1,0 +1,221 @@
+//! Listeners: one TCP socket per forwarding rule, at the rule's `IPAddress` and port (after the
+//! port map), serving HTTP/1.1 and HTTP/2 (h2 by ALPN over TLS; no clear-text h2c, as on
+//! Google's front ends).
+//!
+//! Each listener holds a frontend slot that the manager replaces when the configuration
+//! changes; requests read it per request, so URL map, backend and certificate changes apply to
+//! open connections too. Closing a listener stops accepting and lets open connections finish
+//! their in-flight requests (graceful shutdown); other listeners are untouched.
+//!
+//! Limits against abuse: request headers at most [`MAX_HEADER_BYTES`]; a connection must send
+//! its request headers within [`HEADER_READ_TIMEOUT`] (hyper starts this timer whenever it waits
+//! for a request, so it is also the keep-alive idle timeout); TLS handshakes within
+//! [`TLS_HANDSHAKE_TIMEOUT`]; at most `max_connections` client connections per data plane.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwapOption;
+use hyper::server::conn::{http1, http2};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::dataplane::compile::Frontend;
+use crate::dataplane::proxy::{self, ConnInfo, ProxyContext};
+
+/// Largest request header block accepted (64 KiB, Google's proxies allow about the same).
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+/// Time to receive a request's headers, and keep-alive idle time.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// Time to complete a TLS handshake.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Shared by every listener.
+pub struct Serving {
+    /// Proxy state.
+    pub ctx: Arc<ProxyContext>,
+    /// Connection permits (max connections).
+    pub permits: Arc<Semaphore>,
+    http1: http1::Builder,
+    http2: http2::Builder<TokioExecutor>,
+}
+
+impl Serving {
+    /// Serving state allowing `max_connections` client connections.
+    pub fn new(ctx: Arc<ProxyContext>, max_connections: usize) -> Serving {
+        let mut h1 = http1::Builder::new();
+        h1.timer(TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .max_buf_size(MAX_HEADER_BYTES)
+            // Small proxied messages: one flattened buffer beats a writev of several pieces.
+            .writev(false)
+            .keep_alive(true);
+        let mut h2 = http2::Builder::new(TokioExecutor::new());
+        h2.timer(TokioTimer::new())
+            .max_header_list_size(MAX_HEADER_BYTES as u32)
+            .max_concurrent_streams(1000);
+        Serving {
+            ctx,
+            permits: Arc::new(Semaphore::new(max_connections)),
+            http1: h1,
+            http2: h2,
+        }
+    }
+}
+
+/// An open listener.
+pub struct Listener {
+    /// The socket bound.
+    pub local_addr: SocketAddr,
+    /// The port asked for after the port map (0 = ephemeral), to detect changes.
+    pub requested: SocketAddr,
+    /// The frontend served.
+    pub frontend: Arc<ArcSwapOption<Frontend>>,
+    stop: CancellationToken,
+}
+
+impl Listener {
+    /// Binds `requested` and starts accepting. Fails when the address cannot be bound.
+    pub fn open(
+        requested: SocketAddr,
+        frontend: Arc<Frontend>,
+        serving: Arc<Serving>,
+        parent: &CancellationToken,
+    ) -> std::io::Result<Listener> {
+        let socket = if requested.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        socket.bind(requested)?;
+        let tcp = socket.listen(4096)?;
+        let local_addr = tcp.local_addr()?;
+        let slot = Arc::new(ArcSwapOption::from(Some(frontend)));
+        let stop = parent.child_token();
+        tokio::spawn(accept_loop(tcp, slot.clone(), serving, stop.clone()));
+        Ok(Listener {
+            local_addr,
+            requested,
+            frontend: slot,
+            stop,
+        })
+    }
+
+    /// Stops accepting; open connections finish their in-flight requests and close.
+    pub fn close(&self) {
+        self.stop.cancel();
+    }
+}
+
+async fn accept_loop(
+    tcp: TcpListener,
+    slot: Arc<ArcSwapOption<Frontend>>,
+    serving: Arc<Serving>,
+    stop: CancellationToken,
+) {
+    loop {
+        let (stream, client) = tokio::select! {
+            _ = stop.cancelled() => break,
+            r = tcp.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    // EMFILE and friends: back off briefly instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(permit) = serving.permits.clone().try_acquire_owned() else {
+            tracing::warn!(%client, "connection refused: max connections reached");
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let slot = slot.clone();
+        let serving = serving.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            serve_connection(stream, client, slot, serving, stop).await;
+            drop(permit);
+        });
+    }
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    client: SocketAddr,
+    slot: Arc<ArcSwapOption<Frontend>>,
+    serving: Arc<Serving>,
+    stop: CancellationToken,
+) {
+    let Some(fe) = slot.load_full() else { return };
+    let lb_ip = fe.ip;
+    match &fe.tls {
+        None => {
+            let conn = Arc::new(ConnInfo::new(client, lb_ip, slot, None));
+            drive(TokioIo::new(stream), false, conn, &serving, &stop).await;
+        }
+        Some(Err(_)) => {} // no usable certificate: refuse by closing
+        Some(Ok(cfg)) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(cfg.clone());
+            drop(fe);
+            let tls =
+                match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    Ok(Ok(t)) => t,
+                    Ok(Err(e)) => {
+                        tracing::debug!(%client, error = %e, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => return,
+                };
+            let (_, session) = tls.get_ref();
+            let h2 = session.alpn_protocol() == Some(b"h2");
+            let sni = session.server_name().map(str::to_string);
+            let tls_version = session.protocol_version().map(|v| format!("{v:?}"));
+            let conn = Arc::new(ConnInfo::new(client, lb_ip, slot, Some((sni, tls_version))));
+            drive(TokioIo::new(tls), h2, conn, &serving, &stop).await;
+        }
+    }
+}
+
+/// Serves HTTP/1.1 (with upgrades), or HTTP/2 when TLS negotiated `h2`; clear-text HTTP/2
+/// (h2c) is not offered, as on Google's front ends. On `stop`, in-flight requests finish.
+async fn drive<I>(
+    io: I,
+    h2: bool,
+    conn: Arc<ConnInfo>,
+    serving: &Arc<Serving>,
+    stop: &CancellationToken,
+) where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let ctx = serving.ctx.clone();
+    let svc = service_fn(move |req| proxy::handle(ctx.clone(), conn.clone(), req));
+    macro_rules! run {
+        ($c:expr) => {{
+            let c = $c;
+            tokio::pin!(c);
+            tokio::select! {
+                r = c.as_mut() => {
+                    if let Err(e) = r {
+                        tracing::debug!(error = %e, "client connection ended with an error");
+                    }
+                }
+                _ = stop.cancelled() => {
+                    c.as_mut().graceful_shutdown();
+                    let _ = c.await;
+                }
+            }
+        }};
+    }
+    if h2 {
+        run!(serving.http2.serve_connection(io, svc));
+    } else {
+        run!(serving.http1.serve_connection(io, svc).with_upgrades());
+    }
+}

@@ -1,0 +1,274 @@
+//! The data plane: a real HTTP(S) load balancer behind the emulated resources.
+//!
+//! Seam (see docs/architecture.md): the control plane calls [`DataPlane::start`] once with the
+//! receiving end of the snapshot channel and the shared [`HealthTable`]; the data plane opens,
+//! changes and closes listeners as forwarding rules come and go, and the health checker keeps
+//! the table current.
+//!
+//! Flow: each [`Snapshot`] is compiled ([`compile`]) into immutable frontends (URL map tables,
+//! backend services, TLS configurations); each listener's frontend slot is swapped atomically
+//! (`arc-swap`), so the request path takes no lock. See docs/emulator-dataplane.md.
+
+pub mod access_log;
+pub mod backend_service;
+pub mod compile;
+pub mod health;
+pub mod listener;
+pub mod metrics;
+pub mod proxy;
+pub mod security_policy;
+pub mod tls;
+pub mod upstream;
+pub mod url_map;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::health_state::HealthTable;
+use crate::snapshot::{ResourceKey, Snapshot};
+
+use self::compile::Carry;
+use self::health::HealthChecker;
+use self::listener::{Listener, Serving};
+use self::metrics::Metrics;
+use self::proxy::ProxyContext;
+
+/// Default limit of concurrent client connections over all listeners.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 50_000;
+
+/// Options of the data plane, from the command line.
+#[derive(Clone, Debug, Default)]
+pub struct DataPlaneConfig {
+    /// Forwarding-rule port -> local port to bind instead (`--port-map 80=18080`); a local port
+    /// of 0 binds an ephemeral port.
+    pub port_map: BTreeMap<u16, u16>,
+    /// Where to append the JSON-lines access log, if anywhere.
+    pub access_log: Option<PathBuf>,
+    /// Worker threads of the data plane's own Tokio runtime (`--dataplane-threads`); 0 runs the
+    /// data plane on the caller's runtime.
+    pub worker_threads: usize,
+}
+
+/// The effective socket of one forwarding rule, for `GET /_emulator/listeners`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerInfo {
+    /// The global forwarding rule.
+    pub forwarding_rule: ResourceKey,
+    /// The rule's `IPAddress`.
+    pub ip_address: String,
+    /// The rule's port (from `portRange`).
+    pub port: u16,
+    /// The socket actually bound (differs in port when a port map applies).
+    pub local_addr: SocketAddr,
+}
+
+struct Shared {
+    listeners: ArcSwap<Vec<ListenerInfo>>,
+    metrics: Arc<Metrics>,
+}
+
+/// Handle to the running data plane. Dropping it stops the data plane (listeners close,
+/// probes stop).
+pub struct DataPlane {
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+}
+
+impl DataPlane {
+    /// Starts the data plane: on the current Tokio runtime (must be called inside one) when
+    /// `config.worker_threads` is 0, else on its own runtime on a dedicated OS thread: a
+    /// current-thread runtime for 1, a multi-thread runtime with that many workers above.
+    /// Returns at once; listeners open as snapshots are compiled.
+    pub fn start(
+        config: DataPlaneConfig,
+        snapshots: watch::Receiver<Arc<Snapshot>>,
+        health: Arc<HealthTable>,
+    ) -> DataPlane {
+        let shared = Arc::new(Shared {
+            listeners: ArcSwap::from_pointee(Vec::new()),
+            metrics: Arc::new(Metrics::default()),
+        });
+        let stop = CancellationToken::new();
+        let run = run(
+            config.clone(),
+            snapshots,
+            health,
+            shared.clone(),
+            stop.clone(),
+        );
+        if config.worker_threads > 0 {
+            let threads = config.worker_threads;
+            let spawned = std::thread::Builder::new()
+                .name("dataplane".into())
+                .spawn(move || {
+                    // One worker: a current-thread runtime on this dedicated thread is the same
+                    // single thread without the work-stealing machinery (measurably cheaper).
+                    let rt = if threads == 1 {
+                        tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()
+                    } else {
+                        tokio::runtime::Builder::new_multi_thread()
+                            .worker_threads(threads)
+                            .thread_name("dataplane-worker")
+                            .enable_all()
+                            .build()
+                    };
+                    match rt {
+                        Ok(rt) => rt.block_on(run),
+                        Err(e) => {
+                            tracing::error!(error = %e, "cannot start the data plane runtime")
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "cannot start the data plane thread");
+            }
+        } else {
+            tokio::spawn(run);
+        }
+        DataPlane { shared, stop }
+    }
+
+    /// Every open listener, sorted by forwarding rule.
+    pub fn listeners(&self) -> Vec<ListenerInfo> {
+        self.shared.listeners.load().as_ref().clone()
+    }
+
+    /// Data plane metrics in the Prometheus text exposition format.
+    pub fn metrics_text(&self) -> String {
+        self.shared.metrics.encode()
+    }
+}
+
+impl Drop for DataPlane {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn run(
+    config: DataPlaneConfig,
+    mut snapshots: watch::Receiver<Arc<Snapshot>>,
+    health: Arc<HealthTable>,
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+) {
+    let access_log = config.access_log.as_deref().and_then(|p| match access_log::AccessLog::open(p) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::error!(path = %p.display(), error = %e, "cannot open the access log; continuing without it");
+            None
+        }
+    });
+    let ctx = Arc::new(ProxyContext {
+        upstream: upstream::Upstream::default(),
+        access_log,
+    });
+    let serving = Arc::new(Serving::new(ctx, DEFAULT_MAX_CONNECTIONS));
+    let mut manager = Manager {
+        port_map: config.port_map,
+        listeners: HashMap::new(),
+        carry: Carry::default(),
+        checker: HealthChecker::new(health, shared.metrics.clone()),
+        serving,
+        shared,
+        stop: stop.clone(),
+    };
+    loop {
+        let snap = snapshots.borrow_and_update().clone();
+        manager.apply(&snap);
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            r = snapshots.changed() => {
+                if r.is_err() {
+                    // The control plane is gone: keep serving the last configuration.
+                    stop.cancelled().await;
+                    break;
+                }
+            }
+        }
+    }
+    for l in manager.listeners.values() {
+        l.close();
+    }
+}
+
+struct Manager {
+    port_map: BTreeMap<u16, u16>,
+    listeners: HashMap<ResourceKey, Listener>,
+    carry: Carry,
+    checker: HealthChecker,
+    serving: Arc<Serving>,
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+}
+
+impl Manager {
+    fn apply(&mut self, snap: &Snapshot) {
+        let compiled = compile::compile(snap, &mut self.carry, &self.shared.metrics);
+        self.checker.reconcile(compiled.probes);
+        self.listeners.retain(|rule, l| {
+            let keep = compiled.frontends.contains_key(rule);
+            if !keep {
+                tracing::info!(forwarding_rule = %rule, local_addr = %l.local_addr, "closing listener");
+                l.close();
+            }
+            keep
+        });
+        for (rule, fe) in &compiled.frontends {
+            if !is_loopback(fe.ip) {
+                tracing::error!(forwarding_rule = %rule, ip = %fe.ip, "IPAddress is not a loopback address; the emulator only listens on 127.0.0.0/8 and ::1");
+                if let Some(l) = self.listeners.remove(rule) {
+                    l.close();
+                }
+                continue;
+            }
+            let port = self.port_map.get(&fe.port).copied().unwrap_or(fe.port);
+            let requested = SocketAddr::new(fe.ip, port);
+            if let Some(l) = self.listeners.get(rule) {
+                if l.requested == requested {
+                    l.frontend.store(Some(fe.clone()));
+                    continue;
+                }
+                l.close();
+                self.listeners.remove(rule);
+            }
+            match Listener::open(requested, fe.clone(), self.serving.clone(), &self.stop) {
+                Ok(l) => {
+                    tracing::info!(forwarding_rule = %rule, local_addr = %l.local_addr, "listening");
+                    self.listeners.insert(rule.clone(), l);
+                }
+                Err(e) => {
+                    tracing::error!(forwarding_rule = %rule, addr = %requested, error = %e, "cannot listen; fix the address or use --port-map")
+                }
+            }
+        }
+        let mut infos: Vec<ListenerInfo> = self
+            .listeners
+            .iter()
+            .filter_map(|(rule, l)| {
+                let fe = compiled.frontends.get(rule)?;
+                Some(ListenerInfo {
+                    forwarding_rule: rule.clone(),
+                    ip_address: fe.ip.to_string(),
+                    port: fe.port,
+                    local_addr: l.local_addr,
+                })
+            })
+            .collect();
+        infos.sort_by(|a, b| a.forwarding_rule.cmp(&b.forwarding_rule));
+        self.shared.listeners.store(Arc::new(infos));
+    }
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    ip.is_loopback()
+}

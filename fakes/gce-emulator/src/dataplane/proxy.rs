@@ -1,0 +1,450 @@
+//! Request handling, like Google's front ends for the classic Application Load Balancer:
+//! route by URL map, apply the backend service's security policy, pick a healthy endpoint and
+//! forward with `X-Forwarded-For: <client>, <LB IP>` (appended to any value sent),
+//! `X-Forwarded-Proto`, `Via: 1.1 google` and the `Host` preserved (Compute docs, "HTTP(S) load
+//! balancing headers"). Failures answer 502 with a body naming the reason as Cloud Logging's
+//! `statusDetails` does (`failed_to_pick_backend`, `backend_timeout`,
+//! `failed_to_connect_to_backend`).
+//!
+//! No healthy endpoint: the classic Application Load Balancer answers 502
+//! (`failed_to_pick_backend`); it does not fail open to unhealthy endpoints.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use arc_swap::ArcSwapOption;
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, CONNECTION, HOST, LOCATION, SET_COOKIE, UPGRADE};
+use http::{Request, Response, StatusCode, Uri};
+use http_body_util::{Either, Full};
+use hyper::body::Incoming;
+
+use crate::dataplane::access_log::{AccessLog, AccessRecord};
+use crate::dataplane::backend_service::{
+    affinity_cookie_value, BackendProtocol, BackendService, Endpoint,
+};
+use crate::dataplane::compile::Frontend;
+use crate::dataplane::security_policy::Verdict;
+use crate::dataplane::upstream::{Upstream, UpstreamBody};
+use crate::dataplane::url_map::{redirect_location, rewrite_path, RequestView, RouteAction};
+
+/// Response body: the endpoint's streamed body or a local one.
+pub type Body = Either<UpstreamBody, Full<Bytes>>;
+
+static VIA: HeaderValue = HeaderValue::from_static("1.1 google");
+static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+static VIA_NAME: HeaderName = HeaderName::from_static("via");
+/// Hop-by-hop headers (RFC 9110 section 7.6.1) a proxy must not forward.
+static HOP_BY_HOP: [HeaderName; 6] = [
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    http::header::TE,
+    http::header::TRAILER,
+    http::header::TRANSFER_ENCODING,
+    http::header::PROXY_AUTHENTICATE,
+];
+
+/// Removes hop-by-hop headers; most messages carry none, so only look when worth it.
+fn remove_hop_by_hop(h: &mut http::HeaderMap) {
+    for n in &HOP_BY_HOP {
+        if h.contains_key(n) {
+            h.remove(n);
+        }
+    }
+}
+
+/// What the proxy knows of one client connection.
+#[derive(Debug)]
+pub struct ConnInfo {
+    /// Client socket.
+    pub client: SocketAddr,
+    /// The frontend slot of the listener (read per request so changes apply live).
+    pub frontend: Arc<ArcSwapOption<Frontend>>,
+    /// Whether the client connected with TLS.
+    pub https: bool,
+    /// SNI the client sent.
+    pub sni: Option<String>,
+    /// Negotiated TLS version, e.g. `TLSv1_3`.
+    pub tls_version: Option<String>,
+    /// `<client IP>, <LB IP>`: what this connection appends to `X-Forwarded-For`.
+    pub forwarded_for: String,
+    /// The same as a header value.
+    pub forwarded_for_value: HeaderValue,
+}
+
+impl ConnInfo {
+    /// Connection facts for a client of the listener on `lb_ip`.
+    pub fn new(
+        client: SocketAddr,
+        lb_ip: std::net::IpAddr,
+        frontend: Arc<ArcSwapOption<Frontend>>,
+        tls: Option<(Option<String>, Option<String>)>,
+    ) -> ConnInfo {
+        let forwarded_for = format!("{}, {lb_ip}", client.ip());
+        let forwarded_for_value =
+            HeaderValue::from_str(&forwarded_for).unwrap_or(HeaderValue::from_static(""));
+        let https = tls.is_some();
+        let (sni, tls_version) = tls.unwrap_or_default();
+        ConnInfo {
+            client,
+            frontend,
+            https,
+            sni,
+            tls_version,
+            forwarded_for,
+            forwarded_for_value,
+        }
+    }
+}
+
+/// Shared by every request.
+#[derive(Debug)]
+pub struct ProxyContext {
+    /// Upstream pools.
+    pub upstream: Upstream,
+    /// Access log, when configured.
+    pub access_log: Option<AccessLog>,
+}
+
+fn local(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(Either::Right(Full::new(body.into())));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r.headers_mut().insert(VIA_NAME.clone(), VIA.clone());
+    r
+}
+
+fn bad_gateway(detail: &str, why: String) -> Response<Body> {
+    local(
+        StatusCode::BAD_GATEWAY,
+        format!("502 Bad Gateway: {detail}: {why}\n"),
+    )
+}
+
+/// The request host as sent: the URI authority (HTTP/2, absolute form) or the `Host` header.
+/// Returned as a cheap clone of the request's bytes so the request can be changed afterwards.
+fn request_host(req: &Request<Incoming>) -> Option<HeaderValue> {
+    match req.uri().authority() {
+        Some(a) => HeaderValue::from_str(a.as_str()).ok(),
+        None => req.headers().get(HOST).cloned(),
+    }
+}
+
+fn strip_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host
+            .split_once(']')
+            .map(|(h, _)| &host[..h.len() + 1])
+            .unwrap_or(host);
+    }
+    host.rsplit_once(':')
+        .filter(|(_, p)| p.bytes().all(|b| b.is_ascii_digit()))
+        .map(|(h, _)| h)
+        .unwrap_or(host)
+}
+
+/// Substitutes the custom header variables that make sense locally; geographic ones are empty
+/// (the value Google uses when it cannot determine them).
+fn expand(template: &str, conn: &ConnInfo, version: http::Version) -> String {
+    if !template.contains('{') {
+        return template.to_string();
+    }
+    let proto = match version {
+        http::Version::HTTP_2 => "HTTP/2",
+        http::Version::HTTP_10 => "HTTP/1.0",
+        _ => "HTTP/1.1",
+    };
+    template
+        .replace("{client_region}", "")
+        .replace("{client_region_subdivision}", "")
+        .replace("{client_city}", "")
+        .replace("{client_city_lat_long}", "")
+        .replace("{client_rtt_msec}", "0")
+        .replace(
+            "{client_encrypted}",
+            if conn.https { "true" } else { "false" },
+        )
+        .replace("{client_protocol}", proto)
+        .replace("{client_ip_address}", &conn.client.ip().to_string())
+        .replace("{tls_sni_hostname}", conn.sni.as_deref().unwrap_or(""))
+        .replace("{tls_version}", conn.tls_version.as_deref().unwrap_or(""))
+}
+
+struct InFlight(Arc<Endpoint>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Handles one request from `conn`.
+pub async fn handle(
+    ctx: Arc<ProxyContext>,
+    conn: Arc<ConnInfo>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, std::convert::Infallible> {
+    let start = Instant::now();
+    let Some(fe) = conn.frontend.load_full() else {
+        return Ok(local(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "503 Service Unavailable: the forwarding rule was deleted\n",
+        ));
+    };
+    let mut rec = ctx
+        .access_log
+        .as_ref()
+        .map(|_| AccessRecord::new(&fe.rule, &conn, &req));
+    let (resp, backend) = forward(&ctx, &conn, &fe, req, rec.as_mut()).await;
+    let status = resp.status().as_u16();
+    let secs = start.elapsed().as_secs_f64();
+    fe.metrics.observe(status, secs);
+    if let Some(bs) = backend {
+        bs.metrics.observe(status, secs);
+    }
+    if let (Some(log), Some(mut rec)) = (&ctx.access_log, rec) {
+        rec.status = status;
+        rec.latency_ms = secs * 1000.0;
+        log.write(rec);
+    }
+    Ok(resp)
+}
+
+async fn forward(
+    ctx: &ProxyContext,
+    conn: &ConnInfo,
+    fe: &Frontend,
+    mut req: Request<Incoming>,
+    mut rec: Option<&mut AccessRecord>,
+) -> (Response<Body>, Option<Arc<BackendService>>) {
+    let routing = match &fe.routing {
+        Ok(r) => r,
+        Err(e) => return (bad_gateway("invalid_url_map", e.clone()), None),
+    };
+    let host_value_in = request_host(&req);
+    let host_full = host_value_in
+        .as_ref()
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let host = strip_port(host_full);
+    let orig_uri = req.uri().clone();
+    let path = orig_uri.path();
+    let query = orig_uri.query();
+    let route = routing.route(&RequestView {
+        host,
+        path,
+        query,
+        headers: req.headers(),
+    });
+    if let Some(r) = rec.as_deref_mut() {
+        r.url_map_rule = route.rule.to_string();
+    }
+    let fwd = match route.action {
+        RouteAction::Unavailable(why) => {
+            return (bad_gateway("failed_to_pick_backend", why.clone()), None)
+        }
+        RouteAction::Redirect(rd) => {
+            let scheme = if conn.https { "https" } else { "http" };
+            let loc = redirect_location(rd, scheme, host_full, path, query, route.matched_prefix);
+            let mut resp = local(
+                StatusCode::from_u16(rd.status).unwrap_or(StatusCode::MOVED_PERMANENTLY),
+                "",
+            );
+            if let Ok(v) = HeaderValue::from_str(&loc) {
+                resp.headers_mut().insert(LOCATION, v);
+            }
+            return (resp, None);
+        }
+        RouteAction::Forward(f) => f,
+    };
+    let bs = fe.services[fwd.pick(if fwd.services.len() > 1 {
+        rand::random()
+    } else {
+        0
+    })]
+    .clone();
+    if let Some(r) = rec.as_deref_mut() {
+        r.backend_service = bs.key.clone();
+    }
+    if let Some(policy) = &bs.security_policy {
+        if let Verdict::Deny(code) = policy.evaluate(conn.client.ip()) {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::FORBIDDEN);
+            return (
+                local(status, format!("{status}: denied_by_security_policy\n")),
+                Some(bs),
+            );
+        }
+    }
+    let Some(pick) = bs.pick(
+        conn.client.ip(),
+        affinity_cookie_value(req.headers()),
+        rand::random(),
+    ) else {
+        let why = format!("backend service {} has no healthy endpoint", bs.key);
+        return (bad_gateway("failed_to_pick_backend", why), Some(bs));
+    };
+    let ep = pick.endpoint.clone();
+    if let Some(r) = rec {
+        r.endpoint = ep.addr.to_string();
+    }
+
+    // The upstream request: same method, headers and body; absolute URI to the endpoint.
+    let mut path_and_query = orig_uri.path_and_query().cloned();
+    let mut host_value = None;
+    if let Some(rw) = &fwd.rewrite {
+        if let Some(prefix) = &rw.path_prefix_rewrite {
+            let mut p = rewrite_path(prefix, path, route.matched_prefix);
+            if let Some(q) = query {
+                p.push('?');
+                p.push_str(q);
+            }
+            match p.parse() {
+                Ok(pq) => path_and_query = Some(pq),
+                Err(e) => {
+                    let why = format!("pathPrefixRewrite gives an invalid path {p:?}: {e}");
+                    return (bad_gateway("invalid_url_rewrite", why), Some(bs));
+                }
+            }
+        }
+        host_value = rw
+            .host_rewrite
+            .as_deref()
+            .and_then(|h| HeaderValue::from_str(h).ok());
+    }
+    let scheme = if bs.protocol == BackendProtocol::Http {
+        http::uri::Scheme::HTTP
+    } else {
+        http::uri::Scheme::HTTPS
+    };
+    let mut parts = http::uri::Parts::default();
+    parts.scheme = Some(scheme);
+    parts.authority = Some(ep.authority.clone());
+    parts.path_and_query =
+        path_and_query.or_else(|| Some(http::uri::PathAndQuery::from_static("/")));
+    let uri = match Uri::from_parts(parts) {
+        Ok(u) => u,
+        Err(e) => {
+            return (
+                local(StatusCode::BAD_REQUEST, format!("400 Bad Request: {e}\n")),
+                Some(bs),
+            )
+        }
+    };
+    let upgrade = req.headers().contains_key(UPGRADE);
+    let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
+    let version = req.version();
+    let headers = req.headers_mut();
+    remove_hop_by_hop(headers);
+    if !upgrade {
+        headers.remove(CONNECTION);
+    }
+    if let Some(h) = host_value {
+        headers.insert(HOST, h);
+    } else if !headers.contains_key(HOST) {
+        if let Some(h) = host_value_in.clone() {
+            headers.insert(HOST, h);
+        }
+    }
+    let xff = match headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()) {
+        Some(prev) => HeaderValue::from_str(&format!("{prev}, {}", conn.forwarded_for)).ok(),
+        None => Some(conn.forwarded_for_value.clone()),
+    };
+    if let Some(v) = xff {
+        headers.insert(X_FORWARDED_FOR.clone(), v);
+    }
+    headers.insert(
+        X_FORWARDED_PROTO.clone(),
+        HeaderValue::from_static(if conn.https { "https" } else { "http" }),
+    );
+    headers.append(VIA_NAME.clone(), VIA.clone());
+    for (name, template) in &bs.custom_request_headers {
+        if let Ok(v) = HeaderValue::from_str(&expand(template, conn, version)) {
+            headers.insert(name.clone(), v);
+        }
+    }
+    *req.uri_mut() = uri;
+    *req.version_mut() = if bs.protocol == BackendProtocol::Http2 {
+        http::Version::HTTP_2
+    } else {
+        http::Version::HTTP_11
+    };
+
+    ep.in_flight.fetch_add(1, Ordering::Relaxed);
+    let guard = InFlight(ep.clone());
+    let sent = tokio::time::timeout(bs.timeout, ctx.upstream.send(bs.protocol, &ep, req)).await;
+    let mut resp = match sent {
+        Err(_) => {
+            let why = format!(
+                "endpoint {} did not answer within timeoutSec={} of backend service {}",
+                ep.addr,
+                bs.timeout.as_secs(),
+                bs.key
+            );
+            return (bad_gateway("backend_timeout", why), Some(bs));
+        }
+        Ok(Err(e)) => {
+            let why = format!("endpoint {} of backend service {}: {e}", ep.addr, bs.key);
+            let detail = if e.is_connect() {
+                "failed_to_connect_to_backend"
+            } else {
+                "backend_connection_closed_before_data_sent_to_client"
+            };
+            return (bad_gateway(detail, why), Some(bs));
+        }
+        Ok(Ok(r)) => r,
+    };
+    drop(guard);
+
+    if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
+        if let Some(client_upgrade) = client_upgrade {
+            let backend_upgrade = hyper::upgrade::on(&mut resp);
+            let limit = bs.timeout;
+            tokio::spawn(async move {
+                let (Ok(c), Ok(b)) = (client_upgrade.await, backend_upgrade.await) else {
+                    return;
+                };
+                let mut c = hyper_util::rt::TokioIo::new(c);
+                let mut b = hyper_util::rt::TokioIo::new(b);
+                // timeoutSec bounds the life of a WebSocket connection, as on Google's proxies.
+                let _ = tokio::time::timeout(limit, tokio::io::copy_bidirectional(&mut c, &mut b))
+                    .await;
+            });
+        }
+    }
+    let switching = resp.status() == StatusCode::SWITCHING_PROTOCOLS;
+    let h = resp.headers_mut();
+    remove_hop_by_hop(h);
+    if !switching {
+        h.remove(CONNECTION);
+    }
+    h.append(VIA_NAME.clone(), VIA.clone());
+    for (name, template) in &bs.custom_response_headers {
+        if let Ok(v) = HeaderValue::from_str(&expand(template, conn, version)) {
+            h.insert(name.clone(), v);
+        }
+    }
+    if pick.set_cookie {
+        if let Ok(v) = HeaderValue::from_str(&bs.affinity_cookie(&ep)) {
+            h.append(SET_COOKIE, v);
+        }
+    }
+    (resp.map(Either::Left), Some(bs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_ports() {
+        assert_eq!(strip_port("shop.example:8080"), "shop.example");
+        assert_eq!(strip_port("shop.example"), "shop.example");
+        assert_eq!(strip_port("[::1]:80"), "[::1]");
+    }
+}

@@ -1,0 +1,355 @@
+//! Connections from the proxy to endpoints: keep-alive connection pools per backend protocol
+//! (HTTP, HTTPS, HTTP2) and TLS without certificate verification, as Google's proxies do not
+//! verify backend certificates (Compute docs, "Encryption to the backends").
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
+
+use crate::dataplane::backend_service::{BackendProtocol, Endpoint};
+
+/// Idle upstream connections are kept this long (Google's proxies keep backend connections for
+/// 600 s; backends should use a longer keep-alive, see the load balancing docs).
+pub const UPSTREAM_IDLE: Duration = Duration::from_secs(600);
+
+#[derive(Debug)]
+struct AcceptAnyCert(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCert {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A client TLS configuration that accepts any server certificate, offering `alpn`.
+pub fn insecure_client_config(alpn: &[&[u8]]) -> ClientConfig {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default TLS versions")
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
+        .with_no_client_auth();
+    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    cfg
+}
+
+/// TLS handshake over `tcp` to an endpoint, without verification (for health probes).
+pub async fn tls_connect(
+    tcp: TcpStream,
+    addr: SocketAddr,
+    alpn: &[&[u8]],
+) -> Result<TlsStream<TcpStream>, String> {
+    static CONFIGS: OnceLock<[Arc<ClientConfig>; 3]> = OnceLock::new();
+    let configs = CONFIGS.get_or_init(|| {
+        [
+            Arc::new(insecure_client_config(&[])),
+            Arc::new(insecure_client_config(&[b"http/1.1"])),
+            Arc::new(insecure_client_config(&[b"h2"])),
+        ]
+    });
+    let cfg = match alpn.first() {
+        Some(&b"h2") => configs[2].clone(),
+        Some(_) => configs[1].clone(),
+        None => configs[0].clone(),
+    };
+    let name = ServerName::IpAddress(addr.ip().into());
+    tokio_rustls::TlsConnector::from(cfg)
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS handshake with {addr}: {e}"))
+}
+
+type HttpsClient = Client<HttpsConnector<HttpConnector>, Incoming>;
+
+/// The upstream connection pools.
+#[derive(Clone)]
+pub struct Upstream {
+    https: HttpsClient,
+    http2: HttpsClient,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Upstream")
+    }
+}
+
+fn connector() -> HttpConnector {
+    let mut c = HttpConnector::new();
+    c.set_nodelay(true);
+    c.enforce_http(false);
+    c.set_connect_timeout(Some(Duration::from_secs(10)));
+    c
+}
+
+impl Default for Upstream {
+    fn default() -> Self {
+        let mut b = Client::builder(TokioExecutor::new());
+        b.pool_idle_timeout(UPSTREAM_IDLE)
+            .pool_max_idle_per_host(4096)
+            .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new());
+        // hyper-rustls sets ALPN itself from the enabled protocols.
+        let https = b.build(
+            hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config(insecure_client_config(&[]))
+                .https_only()
+                .enable_http1()
+                .wrap_connector(connector()),
+        );
+        let mut b2 = b.clone();
+        b2.http2_only(true);
+        let http2 = b2.build(
+            hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config(insecure_client_config(&[]))
+                .https_only()
+                .enable_http2()
+                .wrap_connector(connector()),
+        );
+        Upstream { https, http2 }
+    }
+}
+
+impl Upstream {
+    /// Sends `req` (absolute URI `http(s)://ip:port/...`) to `ep` over `protocol`: HTTP through
+    /// the endpoint's own HTTP/1 pool, HTTPS and HTTP2 through the shared TLS clients.
+    pub async fn send(
+        &self,
+        protocol: BackendProtocol,
+        ep: &Arc<Endpoint>,
+        mut req: http::Request<Incoming>,
+    ) -> Result<http::Response<UpstreamBody>, UpstreamError> {
+        let legacy = match protocol {
+            BackendProtocol::Http => {
+                let pq = req.uri().path_and_query().cloned();
+                *req.uri_mut() = pq
+                    .map(http::Uri::from)
+                    .unwrap_or_else(|| http::Uri::from_static("/"));
+                return send_http1(ep, req).await;
+            }
+            BackendProtocol::Https => self.https.request(req),
+            BackendProtocol::Http2 => self.http2.request(req),
+        };
+        let resp = legacy.await.map_err(UpstreamError::Client)?;
+        Ok(resp.map(|inner| UpstreamBody {
+            inner,
+            ret: None,
+            done: false,
+        }))
+    }
+}
+
+/// Why an upstream request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// The TCP connection could not be established.
+    #[error("connect: {0}")]
+    Connect(String),
+    /// The HTTP/1 exchange failed.
+    #[error("{0}")]
+    Http(#[from] hyper::Error),
+    /// The pooled TLS client failed.
+    #[error("{0:?}")]
+    Client(hyper_util::client::legacy::Error),
+}
+
+impl UpstreamError {
+    /// Whether the endpoint could not be reached at all (Cloud Logging's
+    /// `failed_to_connect_to_backend`).
+    pub fn is_connect(&self) -> bool {
+        match self {
+            UpstreamError::Connect(_) => true,
+            UpstreamError::Http(_) => false,
+            UpstreamError::Client(e) => e.is_connect(),
+        }
+    }
+}
+
+/// Most idle HTTP/1 connections kept per endpoint.
+pub const MAX_IDLE_PER_ENDPOINT: usize = 1024;
+
+/// Idle HTTP/1 connections to one endpoint, reused last-in first-out and dropped after
+/// [`UPSTREAM_IDLE`]. A connection returns here when its response body has been read to the
+/// end, so no task is spawned per request.
+#[derive(Debug, Default)]
+pub struct Http1Pool {
+    idle: std::sync::Mutex<Vec<(std::time::Instant, http1::SendRequest<Incoming>)>>,
+}
+
+impl Http1Pool {
+    fn take(&self) -> Option<http1::SendRequest<Incoming>> {
+        let mut idle = self.idle.lock().ok()?;
+        let (since, s) = idle.pop()?;
+        if since.elapsed() > UPSTREAM_IDLE {
+            // Every other entry is older still.
+            idle.clear();
+            return None;
+        }
+        Some(s)
+    }
+
+    fn put(&self, s: http1::SendRequest<Incoming>) {
+        if let Ok(mut idle) = self.idle.lock() {
+            if idle.len() < MAX_IDLE_PER_ENDPOINT && !s.is_closed() {
+                idle.push((std::time::Instant::now(), s));
+            }
+        }
+    }
+}
+
+async fn connect_http1(addr: SocketAddr) -> Result<http1::SendRequest<Incoming>, UpstreamError> {
+    let tcp = match tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(addr)).await {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => return Err(UpstreamError::Connect(format!("{addr}: {e}"))),
+        Err(_) => {
+            return Err(UpstreamError::Connect(format!(
+                "{addr}: no answer within 10 s"
+            )))
+        }
+    };
+    let _ = tcp.set_nodelay(true);
+    let (sender, conn) = http1::Builder::new()
+        .writev(false)
+        .handshake(TokioIo::new(tcp))
+        .await?;
+    tokio::spawn(async move {
+        let _ = conn.with_upgrades().await;
+    });
+    Ok(sender)
+}
+
+async fn send_http1(
+    ep: &Arc<Endpoint>,
+    mut req: http::Request<Incoming>,
+) -> Result<http::Response<UpstreamBody>, UpstreamError> {
+    let mut fresh = false;
+    let mut sender = loop {
+        match ep.pool.take() {
+            // A pooled connection the endpoint closed meanwhile fails `ready`: try the next.
+            Some(mut s) => {
+                if s.ready().await.is_ok() {
+                    break s;
+                }
+            }
+            None => {
+                fresh = true;
+                break connect_http1(ep.addr).await?;
+            }
+        }
+    };
+    loop {
+        match sender.try_send_request(req).await {
+            Ok(resp) => {
+                // An upgraded connection belongs to the WebSocket now.
+                let keep = resp.status() != http::StatusCode::SWITCHING_PROTOCOLS;
+                let ret = keep.then(|| (sender, ep.clone()));
+                return Ok(resp.map(|inner| UpstreamBody {
+                    inner,
+                    ret,
+                    done: false,
+                }));
+            }
+            Err(mut e) => match e.take_message() {
+                // Not sent (the idle connection was closing): once more on a new connection.
+                Some(r) if !fresh => {
+                    req = r;
+                    sender = connect_http1(ep.addr).await?;
+                    fresh = true;
+                }
+                _ => return Err(UpstreamError::Http(e.into_error())),
+            },
+        }
+    }
+}
+
+/// A response body from an endpoint; when read to the end, its HTTP/1 connection goes back to
+/// the endpoint's pool.
+pub struct UpstreamBody {
+    inner: Incoming,
+    ret: Option<(http1::SendRequest<Incoming>, Arc<Endpoint>)>,
+    done: bool,
+}
+
+impl std::fmt::Debug for UpstreamBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UpstreamBody")
+    }
+}
+
+impl hyper::body::Body for UpstreamBody {
+    type Data = bytes::Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.get_mut();
+        let r = std::pin::Pin::new(&mut this.inner).poll_frame(cx);
+        match &r {
+            std::task::Poll::Ready(None) => this.done = true,
+            std::task::Poll::Ready(Some(Err(_))) => this.ret = None,
+            _ => {}
+        }
+        r
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for UpstreamBody {
+    fn drop(&mut self) {
+        if let Some((sender, ep)) = self.ret.take() {
+            if self.done || hyper::body::Body::is_end_stream(&self.inner) {
+                ep.pool.put(sender);
+            }
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! Compute Engine API v1 emulator: a REST control plane that real clients (gcloud, the Rust
+//! crate google-cloud-compute-v1, Python google-cloud-compute) use unchanged, and a data plane
+//! that carries real HTTP(S) traffic through the emulated load balancers.
+//!
+//! Control plane map: [`api`] (HTTP routes) -> [`emulator`] (routing to methods, faults,
+//! counters, commit and publish) -> [`methods`] (insert/get/delete/update/patch/setters) ->
+//! [`resources`] (one module per Compute resource: validation and defaults) over [`store`].
+//! See docs/emulator.md.
+
+pub mod addresses;
+pub mod admin;
+pub mod api;
+pub mod batch;
+pub mod ca;
+pub mod calls;
+pub mod dataplane;
+pub mod emulator;
+pub mod errors;
+pub mod faults;
+pub mod filter;
+pub mod health_state;
+pub mod listing;
+pub mod methods;
+pub mod metrics;
+pub mod operations;
+pub mod options;
+pub mod resources;
+pub mod snapshot;
+pub mod state_file;
+pub mod store;
+pub mod validate;

@@ -1,0 +1,169 @@
+//! Operations (`compute#operation`) returned by every mutation and served by globalOperations
+//! and zoneOperations (get, list, wait, delete).
+//!
+//! Per reference/gce-clients.md: names and selfLinks are unique and never change between the
+//! mutation's response and later polls; `operationType` and `targetLink` (the affected
+//! resource's selfLink) are always present (gcloud needs both); zonal operations carry `zone`.
+//! An operation stays `RUNNING` for the configured latency, then reads as `DONE`.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::methods::{new_id, Mutation};
+use crate::snapshot::ResourceKey;
+
+/// Operations kept for polling; older ones are forgotten first.
+pub const MAX_OPERATIONS: usize = 20_000;
+
+/// One recorded operation.
+#[derive(Debug, Clone)]
+pub struct OperationRecord {
+    /// The DONE form of the operation.
+    pub done: Value,
+    /// When it becomes DONE.
+    pub done_at: Instant,
+}
+
+impl OperationRecord {
+    /// The operation as a client sees it now.
+    pub fn view(&self, now: Instant) -> Value {
+        if now >= self.done_at {
+            return self.done.clone();
+        }
+        let mut v = self.done.clone();
+        v["status"] = json!("RUNNING");
+        v["progress"] = json!(0);
+        if let Some(o) = v.as_object_mut() {
+            o.remove("endTime");
+        }
+        v
+    }
+}
+
+/// All operations, by key (`projects/p/global/operations/name`).
+#[derive(Debug, Default)]
+pub struct Operations {
+    ops: BTreeMap<ResourceKey, OperationRecord>,
+    order: VecDeque<ResourceKey>,
+    counter: u64,
+}
+
+impl Operations {
+    /// Records the operation of `m` in `project`, RUNNING for `latency`; returns its current view.
+    pub fn create(&mut self, base: &str, project: &str, m: &Mutation, latency: Duration) -> Value {
+        self.counter += 1;
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        let name = format!(
+            "operation-{now_ms}-{:013x}-{:08x}-{:08x}",
+            self.counter,
+            rand::random::<u32>(),
+            rand::random::<u32>()
+        );
+        let scope = match &m.zone {
+            Some(z) => format!("projects/{project}/zones/{z}"),
+            None => format!("projects/{project}/global"),
+        };
+        let key = format!("{scope}/operations/{name}");
+        let start = chrono::Utc::now();
+        let end = start + chrono::Duration::from_std(latency).unwrap_or_default();
+        let fmt = |t: chrono::DateTime<chrono::Utc>| {
+            t.to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
+        };
+        let mut done = json!({
+            "kind": "compute#operation",
+            "id": new_id().to_string(),
+            "name": name,
+            "operationType": m.op_type,
+            "status": "DONE",
+            "progress": 100,
+            "targetLink": format!("{base}{}", m.target),
+            "targetId": m.target_id.clone().unwrap_or_else(|| "0".into()),
+            "user": "emulator@gce-emulator.local",
+            "insertTime": fmt(start),
+            "startTime": fmt(start),
+            "endTime": fmt(end),
+            "selfLink": format!("{base}{key}"),
+        });
+        if let Some(z) = &m.zone {
+            done["zone"] = json!(format!("{base}projects/{project}/zones/{z}"));
+        }
+        let rec = OperationRecord {
+            done,
+            done_at: Instant::now() + latency,
+        };
+        let view = rec.view(Instant::now());
+        self.ops.insert(key.clone(), rec);
+        self.order.push_back(key);
+        while self.order.len() > MAX_OPERATIONS {
+            if let Some(old) = self.order.pop_front() {
+                self.ops.remove(&old);
+            }
+        }
+        view
+    }
+
+    /// The operation stored under `key`.
+    pub fn get(&self, key: &str) -> Option<&OperationRecord> {
+        self.ops.get(key)
+    }
+
+    /// Every operation whose key starts with `prefix`, viewed now, by key.
+    pub fn list(&self, prefix: &str) -> Vec<Value> {
+        let now = Instant::now();
+        self.ops
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(_, r)| r.view(now))
+            .collect()
+    }
+
+    /// Forgets an operation; false if unknown.
+    pub fn delete(&mut self, key: &str) -> bool {
+        self.order.retain(|k| k != key);
+        self.ops.remove(key).is_some()
+    }
+
+    /// Forgets everything (admin reset).
+    pub fn clear(&mut self) {
+        self.ops.clear();
+        self.order.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_are_unique_and_run_for_the_latency() {
+        let mut ops = Operations::default();
+        let m = Mutation {
+            op_type: "insert".into(),
+            target: "projects/p/zones/us-central1-a/networkEndpointGroups/n".into(),
+            zone: Some("us-central1-a".into()),
+            target_id: None,
+        };
+        let a = ops.create("http://h/compute/v1/", "p", &m, Duration::from_secs(3600));
+        let b = ops.create("http://h/compute/v1/", "p", &m, Duration::ZERO);
+        assert_ne!(a["name"], b["name"]);
+        assert_eq!(a["status"], "RUNNING");
+        assert_eq!(b["status"], "DONE");
+        assert_eq!(
+            b["zone"],
+            "http://h/compute/v1/projects/p/zones/us-central1-a"
+        );
+        assert_eq!(
+            b["targetLink"],
+            "http://h/compute/v1/projects/p/zones/us-central1-a/networkEndpointGroups/n"
+        );
+        assert_eq!(
+            ops.list("projects/p/zones/us-central1-a/operations/").len(),
+            2
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! Command-line options of `gce-emulator` (docs/architecture.md, "Command-line contracts").
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// Errors in option values.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum OptionsError {
+    /// `--port-map` is not `PORT=LOCAL[,PORT=LOCAL...]`.
+    #[error(
+        "--port-map {0:?}: expected PORT=LOCAL_PORT[,PORT=LOCAL_PORT...], e.g. 80=18080,443=18443"
+    )]
+    PortMap(String),
+    /// `--address-range` is not an IPv4 CIDR inside 127.0.0.0/8.
+    #[error("--address-range {0:?}: expected an IPv4 CIDR inside 127.0.0.0/8, e.g. 127.128.0.0/9")]
+    AddressRange(String),
+}
+
+/// Compute Engine API v1 emulator with a real load balancer data plane.
+#[derive(Debug, Parser)]
+#[command(name = "gce-emulator", version, about)]
+pub struct Options {
+    /// Address to serve the API on; prints `http://ADDR/` as the first stdout line.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// Keep all state in this JSON file (written atomically after each change, loaded at start).
+    #[arg(long)]
+    pub state_file: Option<PathBuf>,
+    /// Milliseconds each Operation stays RUNNING before it reads DONE.
+    #[arg(long, default_value_t = 0)]
+    pub operation_latency_ms: u64,
+    /// Require `Authorization: Bearer ...` (any token, or exactly the given one).
+    #[arg(long, num_args = 0..=1, default_missing_value = "")]
+    pub require_token: Option<String>,
+    /// Forwarding-rule port to local port, e.g. `80=18080,443=18443` (0 = ephemeral).
+    #[arg(long, default_value = "")]
+    pub port_map: String,
+    /// Where load balancer addresses are allocated (inside 127.0.0.0/8).
+    #[arg(long, default_value = "127.128.0.0/9")]
+    pub address_range: String,
+    /// Append a JSON-lines access log of the data plane to this file.
+    #[arg(long)]
+    pub access_log: Option<PathBuf>,
+    /// Milliseconds a served MANAGED certificate stays PROVISIONING before it becomes ACTIVE.
+    #[arg(long, default_value_t = 3000)]
+    pub managed_cert_provisioning_ms: u64,
+    /// Worker threads of the data plane's own runtime.
+    #[arg(long, default_value_t = 2)]
+    pub dataplane_threads: usize,
+}
+
+/// Parses `80=18080,443=18443` (empty: no mapping).
+pub fn parse_port_map(s: &str) -> Result<BTreeMap<u16, u16>, OptionsError> {
+    let mut out = BTreeMap::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (a, b) = item
+            .split_once('=')
+            .ok_or_else(|| OptionsError::PortMap(s.into()))?;
+        let a: u16 = a
+            .trim()
+            .parse()
+            .map_err(|_| OptionsError::PortMap(s.into()))?;
+        let b: u16 = b
+            .trim()
+            .parse()
+            .map_err(|_| OptionsError::PortMap(s.into()))?;
+        if a == 0 {
+            return Err(OptionsError::PortMap(s.into()));
+        }
+        out.insert(a, b);
+    }
+    Ok(out)
+}
+
+/// Parses the address range; it must lie inside 127.0.0.0/8 (only loopback is ever used).
+pub fn parse_address_range(s: &str) -> Result<(Ipv4Addr, u8), OptionsError> {
+    let (ip, len) =
+        crate::validate::parse_cidr(s).ok_or_else(|| OptionsError::AddressRange(s.into()))?;
+    if len < 8 || ip.octets()[0] != 127 {
+        return Err(OptionsError::AddressRange(s.into()));
+    }
+    Ok((ip, len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_maps_and_ranges() {
+        assert_eq!(
+            parse_port_map("80=18080, 443=0").unwrap(),
+            BTreeMap::from([(80, 18080), (443, 0)])
+        );
+        assert!(parse_port_map("").unwrap().is_empty());
+        assert!(parse_port_map("80").is_err());
+        assert!(parse_port_map("80=x").is_err());
+        assert_eq!(parse_address_range("127.128.0.0/9").unwrap().1, 9);
+        assert!(parse_address_range("10.0.0.0/8").is_err());
+        assert!(parse_address_range("127.0.0.0/4").is_err());
+    }
+}

@@ -1,0 +1,239 @@
+//! `backendServices`: global backend services whose backends are zonal GCE_VM_IP_PORT NEGs
+//! (instance groups are not emulated), plus `getHealth`, answered from the health checker's
+//! [`HealthTable`].
+
+use serde_json::{json, Value};
+
+use crate::errors::ApiError;
+use crate::health_state::{HealthKey, HealthState, HealthTable};
+use crate::resources::Prepare;
+use crate::store::State;
+use crate::validate::{self, Obj};
+
+const PROTOCOLS: &[&str] = &[
+    "HTTP",
+    "HTTPS",
+    "HTTP2",
+    "TCP",
+    "SSL",
+    "UDP",
+    "GRPC",
+    "H2C",
+    "UNSPECIFIED",
+];
+const SCHEMES: &[&str] = &[
+    "EXTERNAL",
+    "EXTERNAL_MANAGED",
+    "INTERNAL",
+    "INTERNAL_MANAGED",
+    "INTERNAL_SELF_MANAGED",
+];
+const AFFINITIES: &[&str] = &[
+    "NONE",
+    "CLIENT_IP",
+    "CLIENT_IP_NO_DESTINATION",
+    "CLIENT_IP_PORT_PROTO",
+    "CLIENT_IP_PROTO",
+    "GENERATED_COOKIE",
+    "HEADER_FIELD",
+    "HTTP_COOKIE",
+    "STRONG_COOKIE_AFFINITY",
+];
+const BALANCING_MODES: &[&str] = &["UTILIZATION", "RATE", "CONNECTION", "CUSTOM_METRICS"];
+
+/// Validates a backend service: enums, `timeoutSec` (1-86400, default 30), `healthChecks`
+/// (at most one, must exist), `backends[].group` (distinct NEGs that exist, balancing mode RATE
+/// or CONNECTION for NEGs, default RATE), `securityPolicy`, `connectionDraining`, `logConfig`.
+pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
+    validate::enum_field(r, "resource", "protocol", PROTOCOLS, Some("HTTP"))?;
+    validate::enum_field(
+        r,
+        "resource",
+        "loadBalancingScheme",
+        SCHEMES,
+        Some("EXTERNAL"),
+    )?;
+    validate::enum_field(r, "resource", "sessionAffinity", AFFINITIES, Some("NONE"))?;
+    validate::enum_field(
+        r,
+        "resource",
+        "localityLbPolicy",
+        &[
+            "ROUND_ROBIN",
+            "LEAST_REQUEST",
+            "RING_HASH",
+            "RANDOM",
+            "ORIGINAL_DESTINATION",
+            "MAGLEV",
+            "WEIGHTED_MAGLEV",
+            "WEIGHTED_ROUND_ROBIN",
+        ],
+        None,
+    )?;
+    validate::int_field(r, "resource", "timeoutSec", 1, 86400, Some(30))?;
+    validate::int_field(r, "resource", "affinityCookieTtlSec", 0, 1_209_600, Some(0))?;
+    validate::bool_field(r, "resource", "enableCDN", None)?;
+    if validate::opt_str(r, "resource", "portName")?.is_none() {
+        r.insert("portName".into(), "http".into());
+    }
+    let hcs = cx.ref_list(r, "resource", "healthChecks", &["healthChecks"])?;
+    if hcs.len() > 1 {
+        return Err(ApiError::invalid_value(
+            "resource.healthChecks",
+            &hcs.len().to_string(),
+            "At most one health check may be specified.",
+        ));
+    }
+    cx.ref_field(r, "resource", "securityPolicy", &["securityPolicies"])?;
+    cx.ref_field(r, "resource", "edgeSecurityPolicy", &["securityPolicies"])?;
+    if let Some(cd) = validate::object_mut(r, "resource", "connectionDraining", true)? {
+        validate::int_field(
+            cd,
+            "resource.connectionDraining",
+            "drainingTimeoutSec",
+            0,
+            3600,
+            Some(0),
+        )?;
+    }
+    if let Some(lc) = validate::object_mut(r, "resource", "logConfig", false)? {
+        validate::bool_field(lc, "resource.logConfig", "enable", None)?;
+        validate::float_field(lc, "resource.logConfig", "sampleRate", 0.0, 1.0, None)?;
+    }
+    if let Some(iap) = validate::object_mut(r, "resource", "iap", false)? {
+        validate::bool_field(iap, "resource.iap", "enabled", None)?;
+        iap.remove("oauth2ClientSecretSha256");
+    }
+    validate::str_list(r, "resource", "customRequestHeaders")?;
+    validate::str_list(r, "resource", "customResponseHeaders")?;
+    let mut groups = Vec::new();
+    if let Some(backends) = validate::array_mut(r, "resource", "backends")? {
+        for (i, b) in backends.iter_mut().enumerate() {
+            let prefix = format!("resource.backends[{i}]");
+            let Value::Object(o) = b else {
+                return Err(ApiError::invalid_value(
+                    &prefix,
+                    &validate::show(b),
+                    "Expected an object.",
+                ));
+            };
+            let group = validate::req_str(o, &prefix, "group")?.to_string();
+            let url = cx.reference(
+                &format!("{prefix}.group"),
+                &group,
+                &["networkEndpointGroups"],
+            )?;
+            if groups.contains(&url) {
+                return Err(ApiError::invalid_value(
+                    &format!("{prefix}.group"),
+                    &group,
+                    "Duplicate backend group.",
+                ));
+            }
+            groups.push(url.clone());
+            o.insert("group".into(), url.into());
+            validate::enum_field(o, &prefix, "balancingMode", BALANCING_MODES, Some("RATE"))?;
+            let mode = validate::opt_str(o, &prefix, "balancingMode")?
+                .unwrap_or_default()
+                .to_string();
+            if mode == "UTILIZATION" {
+                return Err(ApiError::invalid_value(&format!("{prefix}.balancingMode"), &mode, "Balancing mode must be RATE or CONNECTION for network endpoint group backends."));
+            }
+            validate::float_field(o, &prefix, "capacityScaler", 0.0, 1.0, Some(1.0))?;
+            validate::float_field(o, &prefix, "maxRatePerEndpoint", 0.0, f64::MAX, None)?;
+            validate::int_field(
+                o,
+                &prefix,
+                "maxConnectionsPerEndpoint",
+                0,
+                i64::from(i32::MAX),
+                None,
+            )?;
+            validate::bool_field(o, &prefix, "failover", None)?;
+        }
+    }
+    validate::opt_str(r, "resource", "description")?;
+    Ok(())
+}
+
+/// `backendServices.getHealth`: body `{"group": URL}` naming one of the service's backends.
+/// Returns `{"kind":"compute#backendServiceGroupHealth","healthStatus":[{ipAddress, port,
+/// healthState, instance?}]}`; states come from `health` (absent entries are `UNKNOWN`); a
+/// service without a health check reports no `healthStatus`, like the real API.
+/// Errors: 404 (service), 400 `invalid` naming `group` when it is not a backend.
+pub fn get_health(
+    state: &State,
+    project: &str,
+    key: &str,
+    body: &Obj,
+    health: &HealthTable,
+) -> Result<Value, ApiError> {
+    let bs = state
+        .resources
+        .get(key)
+        .ok_or_else(|| ApiError::not_found(key))?;
+    let group = validate::req_str(body, "resourceGroupReference", "group")?;
+    let cx = Prepare {
+        state,
+        project,
+        zone: None,
+        key,
+        old: None,
+        address_range: (std::net::Ipv4Addr::LOCALHOST, 32),
+    };
+    let neg = cx.parse_reference(
+        "resourceGroupReference.group",
+        group,
+        &["networkEndpointGroups"],
+    )?;
+    let is_backend = bs["backends"].as_array().into_iter().flatten().any(|b| {
+        b["group"]
+            .as_str()
+            .and_then(crate::snapshot::key_from_url)
+            .as_deref()
+            == Some(&neg)
+    });
+    if !is_backend {
+        return Err(ApiError::invalid_value(
+            "resourceGroupReference.group",
+            group,
+            &format!("The group is not a backend of '{key}'."),
+        ));
+    }
+    let mut out = json!({"kind": "compute#backendServiceGroupHealth"});
+    let has_hc = bs["healthChecks"].as_array().is_some_and(|a| !a.is_empty());
+    if !has_hc {
+        return Ok(out);
+    }
+    let zone_url = state
+        .resources
+        .get(&neg)
+        .and_then(|n| n["zone"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    let statuses: Vec<Value> = state
+        .neg_endpoints
+        .get(&neg)
+        .into_iter()
+        .flatten()
+        .map(|ep| {
+            let st = health
+                .get(&HealthKey {
+                    backend_service: key.to_string(),
+                    neg: neg.clone(),
+                    ip_address: ep.ip_address.clone(),
+                    port: ep.port,
+                })
+                .unwrap_or(HealthState::Unknown);
+            let mut s =
+                json!({"ipAddress": ep.ip_address, "port": ep.port, "healthState": st.as_str()});
+            if let Some(i) = &ep.instance {
+                s["instance"] = json!(format!("{zone_url}/instances/{i}"));
+            }
+            s
+        })
+        .collect();
+    if !statuses.is_empty() {
+        out["healthStatus"] = json!(statuses);
+    }
+    Ok(out)
+}

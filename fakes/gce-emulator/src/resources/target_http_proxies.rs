@@ -1,0 +1,19 @@
+//! `targetHttpProxies`: a URL map behind an HTTP forwarding rule (`setUrlMap` changes it).
+
+use crate::errors::ApiError;
+use crate::resources::Prepare;
+use crate::validate::{self, Obj};
+
+/// Validates a target HTTP proxy: `urlMap` is required and must exist.
+pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
+    validate::opt_str(r, "resource", "description")?;
+    if cx
+        .ref_field(r, "resource", "urlMap", &["urlMaps"])?
+        .is_none()
+    {
+        return Err(ApiError::required("resource.urlMap"));
+    }
+    validate::bool_field(r, "resource", "proxyBind", None)?;
+    validate::int_field(r, "resource", "httpKeepAliveTimeoutSec", 5, 1200, None)?;
+    Ok(())
+}
