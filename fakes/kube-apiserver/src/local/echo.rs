@@ -1,0 +1,376 @@
+//! The built-in server a local Pod runs on each container port: HTTP/1.1 and HTTP/2 (h2c, or
+//! h2 over TLS via ALPN), optionally HTTPS with a self-signed certificate.
+//!
+//! Run mode `echo` answers every request with a JSON body naming the Pod and the request:
+//! `{"pod","namespace","podIP","port","method","path","query","host","headers":{..},"bodyBytes"}`
+//! and a header `x-pod-name`. Run mode `default-backend` behaves like GKE's default backend
+//! (reference 000_8e2dd831946c5b72.txt): 404 `default backend - 404` on every path and 200 `ok`
+//! on `/healthz`. Both obey the live [`PodControls`] (fail paths with 500, added latency,
+//! stopped = listener closed so connections are refused) and the per-request query parameters
+//! `sleep_ms=N` (delay N ms) and `status=N` (answer with status N).
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{header, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::annotations::{PodControls, RunMode};
+
+/// Errors of the echo server.
+#[derive(Debug, thiserror::Error)]
+pub enum EchoError {
+    /// The port could not be bound.
+    #[error("Pod {pod}: cannot bind container port {addr}: {source}")]
+    Bind {
+        /// `namespace/name`.
+        pod: String,
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The self-signed certificate could not be made.
+    #[error("Pod {pod}: cannot make the self-signed serving certificate: {reason}")]
+    Certificate {
+        /// `namespace/name`.
+        pod: String,
+        /// The cause.
+        reason: String,
+    },
+}
+
+/// Who is answering: fixed for a Pod's lifetime.
+#[derive(Clone, Debug)]
+pub struct PodIdentity {
+    /// Pod name.
+    pub name: String,
+    /// Pod namespace.
+    pub namespace: String,
+    /// The Pod IP the servers bind.
+    pub pod_ip: Ipv4Addr,
+    /// What the Pod runs.
+    pub mode: RunMode,
+}
+
+impl PodIdentity {
+    fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// A running server on one container port; stops when dropped or on [`EchoServer::stop`].
+#[derive(Debug)]
+pub struct EchoServer {
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl EchoServer {
+    /// Binds `pod_ip:port` now (so a bind error is reported to the caller) and serves until
+    /// stopped. `tls` is the server config for HTTPS ports (see [`tls_config`]). While
+    /// `controls` says stopped, the listener is closed and open connections are dropped.
+    ///
+    /// Errors: [`EchoError::Bind`] when the address is taken.
+    pub fn start(
+        identity: Arc<PodIdentity>,
+        port: u16,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        controls: watch::Receiver<PodControls>,
+    ) -> Result<EchoServer, EchoError> {
+        let wanted = SocketAddr::from((identity.pod_ip, port));
+        let bind_error = |source| EchoError::Bind {
+            pod: identity.key(),
+            addr: wanted,
+            source,
+        };
+        let listener = bind(wanted).map_err(bind_error)?;
+        // Port 0 (tests) becomes the ephemeral port chosen, which later rebinds reuse.
+        let addr = listener.local_addr().map_err(bind_error)?;
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(serve(
+            identity,
+            addr,
+            listener,
+            tls,
+            controls,
+            shutdown.clone(),
+        ));
+        Ok(EchoServer {
+            addr,
+            shutdown,
+            task,
+        })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Closes the listener and drops every open connection (like SIGKILL of the container).
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for EchoServer {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = TcpSocket::new_v4()?;
+    // Rebinding after a `stopped` period must not trip over TIME_WAIT sockets.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
+async fn serve(
+    identity: Arc<PodIdentity>,
+    addr: SocketAddr,
+    first_listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    mut controls: watch::Receiver<PodControls>,
+    shutdown: CancellationToken,
+) {
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    let mut listener = Some(first_listener);
+    loop {
+        // While stopped, no listener exists: connections are refused.
+        while controls.borrow_and_update().stopped {
+            listener = None;
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                changed = controls.changed() => if changed.is_err() { return },
+            }
+        }
+        let current = match listener.take() {
+            Some(l) => l,
+            None => match bind(addr) {
+                Ok(l) => l,
+                Err(error) => {
+                    tracing::warn!(pod = %identity.key(), %addr, %error, "cannot rebind container port; retrying");
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = tokio::time::sleep(Duration::from_millis(200)) => continue,
+                    }
+                }
+            },
+        };
+        let epoch = shutdown.child_token();
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                changed = controls.changed() => {
+                    if changed.is_err() { return }
+                    if controls.borrow().stopped { break }
+                }
+                accepted = current.accept() => {
+                    let Ok((stream, _peer)) = accepted else { continue };
+                    let _ = stream.set_nodelay(true);
+                    let ctx = Arc::new(Ctx { identity: identity.clone(), port: addr.port(), controls: controls.clone() });
+                    tokio::spawn(connection(stream, acceptor.clone(), ctx, epoch.clone()));
+                }
+            }
+        }
+        epoch.cancel();
+        drop(current);
+    }
+}
+
+struct Ctx {
+    identity: Arc<PodIdentity>,
+    port: u16,
+    controls: watch::Receiver<PodControls>,
+}
+
+async fn connection(
+    stream: tokio::net::TcpStream,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    ctx: Arc<Ctx>,
+    cancel: CancellationToken,
+) {
+    let service = hyper::service::service_fn(move |req| handle(req, ctx.clone()));
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let served = async {
+        match acceptor {
+            Some(acceptor) => {
+                let Ok(tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let _ = builder.serve_connection(TokioIo::new(tls), service).await;
+            }
+            None => {
+                let _ = builder
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = served => {}
+        _ = cancel.cancelled() => {}
+    }
+}
+
+/// Largest request body read (to report `bodyBytes`); larger bodies are answered with 413.
+const MAX_BODY_BYTES: usize = 1 << 20;
+
+async fn handle(
+    req: Request<Incoming>,
+    ctx: Arc<Ctx>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let controls = ctx.controls.borrow().clone();
+    let query = parse_query(req.uri().query());
+    let mut delay = controls.latency;
+    if let Some(ms) = query.get("sleep_ms").and_then(|v| v.parse::<u64>().ok()) {
+        delay += Duration::from_millis(ms);
+    }
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    let path = req.uri().path().to_string();
+    let method = req.method().to_string();
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| req.uri().authority().map(|a| a.to_string()))
+        .unwrap_or_default();
+    let mut headers: BTreeMap<String, String> = BTreeMap::new();
+    for (name, value) in req.headers() {
+        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        headers
+            .entry(name.as_str().to_string())
+            .and_modify(|v| v.push_str(&format!(", {value}")))
+            .or_insert(value);
+    }
+    let body = Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await;
+    let identity = &ctx.identity;
+    let Ok(body) = body else {
+        return Ok(reply(
+            identity,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "text/plain",
+            "request body too large\n".into(),
+        ));
+    };
+    let body_bytes = body.to_bytes().len();
+
+    if controls.fails(&path) {
+        return Ok(reply(
+            identity,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain",
+            format!("failing {path} as asked by annotation\n").into(),
+        ));
+    }
+    let forced = query
+        .get("status")
+        .and_then(|s| s.parse::<u16>().ok())
+        .and_then(|s| StatusCode::from_u16(s).ok());
+    if identity.mode == RunMode::DefaultBackend {
+        let (status, text) = if path == "/healthz" {
+            (StatusCode::OK, "ok")
+        } else {
+            (StatusCode::NOT_FOUND, "default backend - 404")
+        };
+        return Ok(reply(
+            identity,
+            forced.unwrap_or(status),
+            "text/plain; charset=utf-8",
+            Bytes::from_static(text.as_bytes()),
+        ));
+    }
+    let json = serde_json::json!({
+        "pod": identity.name,
+        "namespace": identity.namespace,
+        "podIP": identity.pod_ip.to_string(),
+        "port": ctx.port,
+        "method": method,
+        "path": path,
+        "query": query,
+        "host": host,
+        "headers": headers,
+        "bodyBytes": body_bytes,
+    });
+    let mut text = serde_json::to_vec(&json).unwrap_or_default();
+    text.push(b'\n');
+    Ok(reply(
+        identity,
+        forced.unwrap_or(StatusCode::OK),
+        "application/json",
+        text.into(),
+    ))
+}
+
+fn reply(
+    identity: &PodIdentity,
+    status: StatusCode,
+    content_type: &str,
+    body: Bytes,
+) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    if let Ok(v) = header::HeaderValue::from_str(content_type) {
+        headers.insert(header::CONTENT_TYPE, v);
+    }
+    if let Ok(v) = header::HeaderValue::from_str(&identity.name) {
+        headers.insert("x-pod-name", v);
+    }
+    response
+}
+
+fn parse_query(query: Option<&str>) -> BTreeMap<String, String> {
+    url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .into_owned()
+        .collect()
+}
+
+/// A rustls server config with a fresh self-signed certificate for the Pod (SANs: the Pod IP
+/// and the Pod name), offering h2 and http/1.1 by ALPN.
+///
+/// Errors: [`EchoError::Certificate`] when rcgen or rustls refuse.
+pub fn tls_config(identity: &PodIdentity) -> Result<Arc<rustls::ServerConfig>, EchoError> {
+    let fail = |reason: String| EchoError::Certificate {
+        pod: identity.key(),
+        reason,
+    };
+    let certified = rcgen::generate_simple_self_signed(vec![
+        identity.pod_ip.to_string(),
+        identity.name.clone(),
+    ])
+    .map_err(|e| fail(e.to_string()))?;
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| fail(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(vec![certified.cert.der().clone()], key)
+        .map_err(|e| fail(e.to_string()))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+#[cfg(test)]
+mod tests;

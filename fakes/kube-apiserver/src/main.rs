@@ -1,0 +1,96 @@
+//! `fake-kube-apiserver`: serves the local Kubernetes API over HTTPS, writes a kubeconfig, prints
+//! the server URL as the first stdout line, and runs the local controllers.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Parser;
+use fake_kube_apiserver::local::{self, LocalOptions};
+use fake_kube_apiserver::server::{self, ServerOptions};
+
+/// Local Kubernetes API server for tests and demos.
+#[derive(Parser, Debug)]
+#[command(name = "fake-kube-apiserver", version)]
+struct Args {
+    /// Listen address (loopback only); port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// Where to write the kubeconfig for clients.
+    #[arg(long)]
+    kubeconfig_out: PathBuf,
+    /// Persist the objects in this file across restarts.
+    #[arg(long)]
+    state_file: Option<PathBuf>,
+    /// CIDR (within 127.0.0.0/8) for local Pod IPs.
+    #[arg(long, default_value = "127.64.0.0/10")]
+    pod_ip_range: String,
+    /// Number of changes kept for watch resumption; watches from older resourceVersions get
+    /// 410 Expired.
+    #[arg(long, default_value_t = fake_kube_apiserver::store::HISTORY_LIMIT)]
+    watch_history: usize,
+    /// Do not run the local EndpointSlice controller and kubelet.
+    #[arg(long)]
+    no_local_controllers: bool,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    // A workspace build unifies rustls features (ring from kube, aws-lc-rs from the Google
+    // crates), and rustls then cannot choose a provider by itself: choose ring explicitly.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let running = server::start(ServerOptions {
+        listen: args.listen,
+        kubeconfig_out: args.kubeconfig_out.clone(),
+        state_file: args.state_file.clone(),
+        watch_history: args.watch_history,
+    })
+    .await
+    .context("starting fake-kube-apiserver")?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", running.url)?;
+        out.flush()?;
+    }
+    if !args.no_local_controllers {
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&running.kubeconfig)
+            .context("parsing the kubeconfig just written")?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .context("client configuration")?;
+        let client =
+            kube::Client::try_from(config).context("building the local controllers' client")?;
+        // `..Default::default()` so options added to the local controllers later keep their
+        // defaults here without touching this line.
+        #[allow(clippy::needless_update)]
+        let options = LocalOptions {
+            pod_ip_range: args.pod_ip_range.clone(),
+            ..Default::default()
+        };
+        tokio::spawn(async move {
+            if let Err(e) = local::run(client, options).await {
+                tracing::error!(error = %e, "local controllers stopped");
+            }
+        });
+    }
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")?;
+    tokio::select! {
+        r = running.task => r.context("server task")?,
+        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted"),
+        _ = terminate.recv() => tracing::info!("terminated"),
+    }
+    if let Some(path) = &args.state_file {
+        fake_kube_apiserver::state_file::save(&running.store, path)
+            .context("saving the state file")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,545 @@
+//! API conventions over raw HTTPS: authentication, Status errors, optimistic concurrency,
+//! namespaces, selectors, pagination, status subresource, generation, finalizers, graceful Pod
+//! deletion, server-side apply, watch resume/410/initial events, and the state file.
+
+mod api_support;
+
+use std::time::{Duration, Instant};
+
+use api_support::{start, start_in, ApiServer, DEADLINE};
+use serde_json::{json, Value};
+
+struct Http<'a> {
+    server: &'a ApiServer,
+    client: reqwest::Client,
+    token: String,
+}
+
+impl<'a> Http<'a> {
+    fn new(server: &'a ApiServer) -> Self {
+        Http {
+            server,
+            client: server.http(),
+            token: server.token(),
+        }
+    }
+
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        content_type: &str,
+    ) -> (u16, Value) {
+        let mut req = self
+            .client
+            .request(method, format!("{}{path}", self.server.url))
+            .bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.header("content-type", content_type).body(b.to_string());
+        }
+        let resp = req.send().await.expect("request");
+        let code = resp.status().as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        (
+            code,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        self.send(reqwest::Method::GET, path, None, "").await
+    }
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.send(reqwest::Method::POST, path, Some(body), "application/json")
+            .await
+    }
+    async fn put(&self, path: &str, body: Value) -> (u16, Value) {
+        self.send(reqwest::Method::PUT, path, Some(body), "application/json")
+            .await
+    }
+    async fn patch(&self, path: &str, body: Value, ct: &str) -> (u16, Value) {
+        self.send(reqwest::Method::PATCH, path, Some(body), ct)
+            .await
+    }
+    async fn delete(&self, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.send(reqwest::Method::DELETE, path, body, "application/json")
+            .await
+    }
+
+    /// Reads watch events from `path` until `done` holds for the collected events.
+    async fn watch_until(&self, path: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let mut resp = self
+            .client
+            .get(format!("{}{path}", self.server.url))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .expect("watch");
+        assert_eq!(resp.status().as_u16(), 200);
+        let start = Instant::now();
+        let (mut buf, mut events) = (Vec::new(), Vec::new());
+        while !done(&events) {
+            let left = DEADLINE
+                .checked_sub(start.elapsed())
+                .expect("timed out reading the watch");
+            let chunk = tokio::time::timeout(left, resp.chunk())
+                .await
+                .expect("timed out reading the watch")
+                .expect("chunk");
+            let Some(chunk) = chunk else { break };
+            buf.extend_from_slice(&chunk);
+            while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=pos).collect();
+                events.push(serde_json::from_slice(&line).expect("event JSON"));
+            }
+        }
+        events
+    }
+}
+
+fn cm(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"app": "web"}}, "data": {"k": "v"}})
+}
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+#[tokio::test]
+async fn auth_errors_and_optimistic_concurrency() {
+    let server = start(&["--no-local-controllers"]);
+    let http = Http::new(&server);
+    let resp = server
+        .http()
+        .get(format!("{}/api/v1/namespaces", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 401);
+    let status: Value = resp.json().await.unwrap();
+    assert_eq!(
+        (
+            status["kind"].as_str(),
+            status["reason"].as_str(),
+            status["code"].as_i64()
+        ),
+        (Some("Status"), Some("Unauthorized"), Some(401))
+    );
+
+    let (code, status) = http.get(&format!("{CMS}/missing")).await;
+    assert_eq!(code, 404);
+    assert_eq!(status["reason"], "NotFound");
+    assert_eq!(status["message"], "configmaps \"missing\" not found");
+
+    let (code, created) = http.post(CMS, cm("a")).await;
+    assert_eq!(code, 201);
+    assert!(created["metadata"]["uid"]
+        .as_str()
+        .is_some_and(|u| u.len() == 36));
+    assert!(created["metadata"]["creationTimestamp"].is_string());
+    let (code, status) = http.post(CMS, cm("a")).await;
+    assert_eq!(
+        (code, status["reason"].as_str()),
+        (409, Some("AlreadyExists"))
+    );
+
+    let (code, status) = http.post(CMS, cm("Not_Valid")).await;
+    assert_eq!((code, status["reason"].as_str()), (422, Some("Invalid")));
+    assert_eq!(status["details"]["causes"][0]["field"], "metadata.name");
+
+    let (code, status) = http
+        .post("/api/v1/namespaces/nope/configmaps", cm("b"))
+        .await;
+    assert_eq!(code, 404, "{status}");
+    assert_eq!(status["message"], "namespaces \"nope\" not found");
+
+    // Stale resourceVersion: 409 Conflict; current one: accepted, with a new resourceVersion.
+    let mut stale = created.clone();
+    stale["data"]["k"] = json!("v2");
+    let (code, updated) = http.put(&format!("{CMS}/a"), stale.clone()).await;
+    assert_eq!(code, 200);
+    let (code, status) = http.put(&format!("{CMS}/a"), stale).await;
+    assert_eq!((code, status["reason"].as_str()), (409, Some("Conflict")));
+    let rv = |v: &Value| {
+        v["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert!(rv(&updated) > rv(&created));
+
+    // generateName.
+    let (code, generated) = http
+        .post(
+            CMS,
+            json!({"metadata": {"generateName": "gen-"}, "data": {}}),
+        )
+        .await;
+    assert_eq!(code, 201);
+    let name = generated["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("gen-") && name.len() == 9, "{name}");
+}
+
+#[tokio::test]
+async fn selectors_and_pagination() {
+    let server = start(&["--no-local-controllers"]);
+    let http = Http::new(&server);
+    for (name, app) in [("a", "web"), ("b", "db"), ("c", "web"), ("d", "cache")] {
+        let mut obj = cm(name);
+        obj["metadata"]["labels"]["app"] = json!(app);
+        assert_eq!(http.post(CMS, obj).await.0, 201);
+    }
+    let names = |list: &Value| -> Vec<String> {
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (_, list) = http
+        .get(&format!("{CMS}?labelSelector=app%20in%20(web,cache)"))
+        .await;
+    assert_eq!(names(&list), ["a", "c", "d"]);
+    let (_, list) = http.get(&format!("{CMS}?labelSelector=app!%3Dweb")).await;
+    assert_eq!(names(&list), ["b", "d"]);
+    let (_, list) = http
+        .get(&format!("{CMS}?fieldSelector=metadata.name%3Db"))
+        .await;
+    assert_eq!(names(&list), ["b"]);
+    assert_eq!(list["kind"], "ConfigMapList");
+
+    let (_, page1) = http.get(&format!("{CMS}?limit=3")).await;
+    assert_eq!(names(&page1), ["a", "b", "c"]);
+    assert_eq!(page1["metadata"]["remainingItemCount"], 1);
+    let token = page1["metadata"]["continue"]
+        .as_str()
+        .expect("continue token");
+    let (_, page2) = http
+        .get(&format!("{CMS}?limit=3&continue={}", urlencode(token)))
+        .await;
+    assert_eq!(names(&page2), ["d"]);
+    assert!(page2["metadata"].get("continue").is_none());
+}
+
+fn urlencode(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+#[tokio::test]
+async fn status_subresource_generation_and_finalizers() {
+    let server = start(&["--no-local-controllers"]);
+    let http = Http::new(&server);
+    let ings = "/apis/networking.k8s.io/v1/namespaces/default/ingresses";
+    let ing = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "web", "finalizers": ["example.com/keep"]},
+        "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}},
+        "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}});
+    let (code, created) = http.post(ings, ing).await;
+    assert_eq!(code, 201);
+    assert_eq!(
+        created["status"],
+        json!({"loadBalancer": {}}),
+        "create ignores status"
+    );
+    assert_eq!(created["metadata"]["generation"], 1);
+
+    let patch = json!({"status": {"loadBalancer": {"ingress": [{"ip": "127.0.0.9"}]}}, "spec": {"ingressClassName": "x"}});
+    let (code, after) = http
+        .patch(
+            &format!("{ings}/web/status"),
+            patch,
+            "application/merge-patch+json",
+        )
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        after["status"]["loadBalancer"]["ingress"][0]["ip"],
+        "127.0.0.9"
+    );
+    assert!(
+        after["spec"].get("ingressClassName").is_none(),
+        "status writes ignore spec"
+    );
+    assert_eq!(after["metadata"]["generation"], 1);
+
+    let (_, after) = http
+        .patch(
+            &format!("{ings}/web"),
+            json!({"metadata": {"labels": {"a": "b"}}}),
+            "application/merge-patch+json",
+        )
+        .await;
+    assert_eq!(
+        after["metadata"]["generation"], 1,
+        "metadata changes keep generation"
+    );
+    let (_, after) = http
+        .patch(
+            &format!("{ings}/web"),
+            json!({"spec": {"ingressClassName": "gce"}, "status": null}),
+            "application/merge-patch+json",
+        )
+        .await;
+    assert_eq!(
+        after["metadata"]["generation"], 2,
+        "spec changes bump generation"
+    );
+    assert_eq!(
+        after["status"]["loadBalancer"]["ingress"][0]["ip"], "127.0.0.9",
+        "main writes ignore status"
+    );
+
+    let (code, deleting) = http.delete(&format!("{ings}/web"), None).await;
+    assert_eq!(code, 200);
+    assert!(deleting["metadata"]["deletionTimestamp"].is_string());
+    let (code, _) = http.get(&format!("{ings}/web")).await;
+    assert_eq!(code, 200, "finalizer holds the object");
+    let add = json!({"metadata": {"finalizers": ["example.com/keep", "example.com/new"]}});
+    let (code, status) = http
+        .patch(&format!("{ings}/web"), add, "application/merge-patch+json")
+        .await;
+    assert_eq!(
+        (code, status["reason"].as_str()),
+        (422, Some("Invalid")),
+        "{status}"
+    );
+    let (code, _) = http
+        .patch(
+            &format!("{ings}/web"),
+            json!({"metadata": {"finalizers": null}}),
+            "application/merge-patch+json",
+        )
+        .await;
+    assert_eq!(code, 200);
+    let (code, _) = http.get(&format!("{ings}/web")).await;
+    assert_eq!(code, 404, "removing the last finalizer deletes the object");
+}
+
+#[tokio::test]
+async fn pods_run_by_a_kubelet_terminate_gracefully() {
+    let server = start(&["--no-local-controllers"]);
+    let http = Http::new(&server);
+    let pods = "/api/v1/namespaces/default/pods";
+    let pod = |name: &str, node: Option<&str>| {
+        let mut p = json!({"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "x"}], "terminationGracePeriodSeconds": 30}});
+        if let Some(n) = node {
+            p["spec"]["nodeName"] = json!(n);
+        }
+        p
+    };
+    assert_eq!(http.post(pods, pod("bound", Some("local"))).await.0, 201);
+    assert_eq!(http.post(pods, pod("unbound", None)).await.0, 201);
+
+    let (_, terminating) = http.delete(&format!("{pods}/bound"), Some(json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}))).await;
+    assert_eq!(terminating["metadata"]["deletionGracePeriodSeconds"], 30);
+    let (code, still) = http.get(&format!("{pods}/bound")).await;
+    assert_eq!(code, 200);
+    assert!(still["metadata"]["deletionTimestamp"].is_string());
+    let (code, _) = http
+        .delete(&format!("{pods}/bound?gracePeriodSeconds=0"), None)
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        http.get(&format!("{pods}/bound")).await.0,
+        404,
+        "the kubelet's grace-0 delete removes it"
+    );
+
+    http.delete(&format!("{pods}/unbound"), None).await;
+    assert_eq!(
+        http.get(&format!("{pods}/unbound")).await.0,
+        404,
+        "unscheduled Pods go at once"
+    );
+}
+
+#[tokio::test]
+async fn server_side_apply_creates_merges_and_prunes() {
+    let server = start(&["--no-local-controllers"]);
+    let http = Http::new(&server);
+    let apply = "application/apply-patch+yaml";
+    let path = format!("{CMS}/applied?fieldManager=tool");
+    let (code, created) = http.patch(&path, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": {"a": "1", "b": "2"}}), apply).await;
+    assert_eq!(code, 201, "{created}");
+    let (code, _) = http
+        .patch(
+            &format!("{CMS}/applied"),
+            json!({"data": {"other": "x"}}),
+            "application/merge-patch+json",
+        )
+        .await;
+    assert_eq!(code, 200);
+    let (code, after) = http.patch(&path, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": {"a": "3"}}), apply).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        after["data"],
+        json!({"a": "3", "other": "x"}),
+        "b was dropped by its manager; other belongs to another"
+    );
+    let managers: Vec<&str> = after["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["manager"].as_str().unwrap())
+        .collect();
+    assert!(managers.contains(&"tool"), "{managers:?}");
+    let (code, status) = http
+        .patch(&format!("{CMS}/applied"), json!({"data": {}}), apply)
+        .await;
+    assert_eq!(code, 400, "apply needs a fieldManager: {status}");
+}
+
+#[tokio::test]
+async fn watch_resumes_expires_and_sends_initial_events() {
+    let server = start(&["--no-local-controllers", "--watch-history", "5"]);
+    let http = Http::new(&server);
+    let (_, first) = http.post(CMS, cm("w1")).await;
+    let rv1 = first["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    http.post(CMS, cm("w2")).await;
+    http.delete(&format!("{CMS}/w1"), None).await;
+
+    let events = http
+        .watch_until(&format!("{CMS}?watch=1&resourceVersion={rv1}"), |e| {
+            e.len() >= 2
+        })
+        .await;
+    let kinds: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap(),
+                e["object"]["metadata"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(kinds, [("ADDED", "w2"), ("DELETED", "w1")]);
+
+    // Watching one object by its path starts with that object only.
+    let one = http
+        .watch_until(
+            "/api/v1/watch/namespaces/default/configmaps/w2?timeoutSeconds=1",
+            |_| false,
+        )
+        .await;
+    let names: Vec<&str> = one
+        .iter()
+        .map(|e| e["object"]["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["w2"]);
+
+    let events = http.watch_until(&format!("{CMS}?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan"), |e| e.iter().any(|e| e["type"] == "BOOKMARK")).await;
+    assert_eq!(events[0]["type"], "ADDED");
+    assert_eq!(events[0]["object"]["metadata"]["name"], "w2");
+    assert_eq!(
+        events[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+
+    for i in 0..8 {
+        http.post(CMS, cm(&format!("x{i}"))).await;
+    }
+    let events = http
+        .watch_until(&format!("{CMS}?watch=1&resourceVersion={rv1}"), |e| {
+            !e.is_empty()
+        })
+        .await;
+    assert_eq!(events[0]["type"], "ERROR");
+    assert_eq!(events[0]["object"]["code"], 410);
+    assert_eq!(events[0]["object"]["reason"], "Expired");
+
+    // Live events with a label selector; a label change out of the selector is a DELETED.
+    let live_path = format!(
+        "{CMS}?watch=1&labelSelector=app%3Dweb&resourceVersion={}",
+        server_rv(&http).await
+    );
+    let watcher = http.watch_until(&live_path, |e| e.len() >= 2);
+    // The watch resumes from a resourceVersion, so it sees these changes whenever it starts.
+    let change = async {
+        http.post(CMS, cm("live")).await;
+        http.patch(
+            &format!("{CMS}/live"),
+            json!({"metadata": {"labels": {"app": "other"}}}),
+            "application/merge-patch+json",
+        )
+        .await;
+    };
+    let (events, _) = tokio::join!(watcher, change);
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["ADDED", "DELETED"]);
+}
+
+async fn server_rv(http: &Http<'_>) -> String {
+    http.get(CMS).await.1["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn namespace_deletion_removes_contents_and_state_file_survives_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    let state_arg = state.to_str().unwrap().to_string();
+    let server = start_in(
+        tempfile::tempdir().unwrap(),
+        &["--no-local-controllers", "--state-file", &state_arg],
+    );
+    let http = Http::new(&server);
+    assert_eq!(
+        http.post("/api/v1/namespaces", json!({"metadata": {"name": "team"}}))
+            .await
+            .0,
+        201
+    );
+    assert_eq!(
+        http.post("/api/v1/namespaces/team/configmaps", cm("gone"))
+            .await
+            .0,
+        201
+    );
+    assert_eq!(http.post(CMS, cm("kept")).await.0, 201);
+    http.delete("/api/v1/namespaces/team", None).await;
+    assert_eq!(
+        http.get("/api/v1/namespaces/team/configmaps/gone").await.0,
+        404
+    );
+    let deadline = Instant::now() + DEADLINE;
+    while http.get("/api/v1/namespaces/team").await.0 != 404 {
+        assert!(Instant::now() < deadline, "namespace never removed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let rv_before: u64 = server_rv(&http).await.parse().unwrap();
+    // The state file is written shortly after changes: wait until it holds the last one.
+    while !std::fs::read_to_string(&state)
+        .unwrap_or_default()
+        .contains(&format!("\"resourceVersion\":{rv_before}"))
+    {
+        assert!(Instant::now() < deadline, "state file never written");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(http);
+    drop(server);
+
+    let server = start_in(
+        tempfile::tempdir().unwrap(),
+        &["--no-local-controllers", "--state-file", &state_arg],
+    );
+    let http = Http::new(&server);
+    let (code, kept) = http.get(&format!("{CMS}/kept")).await;
+    assert_eq!(code, 200);
+    assert_eq!(kept["data"]["k"], "v");
+    let (_, created) = http.post(CMS, cm("after")).await;
+    let rv_after: u64 = created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        rv_after > rv_before,
+        "resourceVersions continue after a restart"
+    );
+}
