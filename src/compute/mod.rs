@@ -1,0 +1,315 @@
+//! The Compute API seam: google-cloud-compute-v1 clients, retries, Operation waits, error classes.
+//!
+//! [`Compute`] holds one client per Compute service (the crate has one client per service) and
+//! exposes typed, idempotency-friendly calls that `sync` uses: `get_*` returns `Ok(None)` for
+//! 404, `delete_*` returns `Ok(false)` when the resource was already gone, and every mutation
+//! waits for its Operation and turns a failed DONE Operation into an error (the crate's poller
+//! would return `Ok`; `reference/gce-clients.md`, "Rust gotchas").
+//!
+//! Retries: 429, 5xx and transport errors are retried with jittered exponential backoff
+//! ([`RetrySettings`]); 412 `conditionNotMet` is left to `sync`, which refetches the fingerprint
+//! first. The clients' own retry policy is switched off so that one place decides.
+
+pub mod error;
+pub mod metrics;
+pub mod reference;
+mod resources;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use backon::{ExponentialBuilder, Retryable};
+use google_cloud_compute_v1::client as gc;
+use google_cloud_compute_v1::model;
+use google_cloud_gax::retry_policy::NeverRetry;
+
+pub use error::{ComputeError, ErrorKind};
+pub use metrics::ComputeMetrics;
+
+/// Result of a Compute call.
+pub type Result<T, E = ComputeError> = std::result::Result<T, E>;
+
+/// Backoff for retryable errors (429, 5xx, transport).
+#[derive(Clone, Debug)]
+pub struct RetrySettings {
+    /// First delay.
+    pub min_delay: Duration,
+    /// Cap on one delay.
+    pub max_delay: Duration,
+    /// Retries after the first attempt.
+    pub max_retries: usize,
+}
+
+impl Default for RetrySettings {
+    fn default() -> Self {
+        Self {
+            min_delay: Duration::from_millis(200),
+            max_delay: Duration::from_secs(10),
+            max_retries: 6,
+        }
+    }
+}
+
+/// How to reach the Compute API.
+#[derive(Clone, Debug)]
+pub struct ComputeConfig {
+    /// Project id all resources live in.
+    pub project: String,
+    /// Host root of the API (`http://127.0.0.1:PORT`, no `/compute/v1`: the crate adds it).
+    /// `None` means the real API with Application Default Credentials.
+    pub endpoint: Option<String>,
+    /// Delay between Operation polls when a wait returns before DONE.
+    pub operation_poll_interval: Duration,
+    /// Give up on an Operation after this long.
+    pub operation_timeout: Duration,
+    /// Retry policy.
+    pub retry: RetrySettings,
+}
+
+impl ComputeConfig {
+    /// A config for `project` at `endpoint` with default timings.
+    pub fn new(project: impl Into<String>, endpoint: Option<String>) -> Self {
+        Self {
+            project: project.into(),
+            endpoint,
+            operation_poll_interval: Duration::from_millis(500),
+            operation_timeout: Duration::from_secs(300),
+            retry: RetrySettings::default(),
+        }
+    }
+}
+
+struct Clients {
+    url_maps: gc::UrlMaps,
+    backend_services: gc::BackendServices,
+    health_checks: gc::HealthChecks,
+    network_endpoint_groups: gc::NetworkEndpointGroups,
+    firewalls: gc::Firewalls,
+    global_forwarding_rules: gc::GlobalForwardingRules,
+    target_http_proxies: gc::TargetHttpProxies,
+    target_https_proxies: gc::TargetHttpsProxies,
+    ssl_certificates: gc::SslCertificates,
+    global_addresses: gc::GlobalAddresses,
+    global_operations: gc::GlobalOperations,
+    zone_operations: gc::ZoneOperations,
+}
+
+/// Typed access to the Compute API for one project. Cheap to share behind an `Arc`.
+pub struct Compute {
+    project: String,
+    clients: Clients,
+    poll_interval: Duration,
+    operation_timeout: Duration,
+    retry: RetrySettings,
+    metrics: ComputeMetrics,
+}
+
+macro_rules! build_client {
+    ($ty:ident, $config:expr, $creds:expr) => {{
+        let mut builder = gc::$ty::builder()
+            .with_credentials($creds.clone())
+            .with_retry_policy(NeverRetry);
+        if let Some(endpoint) = &$config.endpoint {
+            builder = builder.with_endpoint(endpoint.trim_end_matches('/'));
+        }
+        builder
+            .build()
+            .await
+            .map_err(|e| ComputeError::ClientBuild {
+                service: stringify!($ty),
+                message: e.to_string(),
+            })?
+    }};
+}
+
+impl Compute {
+    /// Builds every client. With `config.endpoint` set the clients send no credentials
+    /// (the emulator needs none); without it they use Application Default Credentials.
+    ///
+    /// Errors: [`ComputeError::ClientBuild`] when credentials cannot be found or a client fails
+    /// to build.
+    pub async fn new(config: ComputeConfig, metrics: ComputeMetrics) -> Result<Self> {
+        let creds = if config.endpoint.is_some() {
+            google_cloud_auth::credentials::anonymous::Builder::new().build()
+        } else {
+            google_cloud_auth::credentials::Builder::default()
+                .build()
+                .map_err(|e| ComputeError::ClientBuild {
+                    service: "credentials",
+                    message: format!("Application Default Credentials: {e}"),
+                })?
+        };
+        let clients = Clients {
+            url_maps: build_client!(UrlMaps, config, creds),
+            backend_services: build_client!(BackendServices, config, creds),
+            health_checks: build_client!(HealthChecks, config, creds),
+            network_endpoint_groups: build_client!(NetworkEndpointGroups, config, creds),
+            firewalls: build_client!(Firewalls, config, creds),
+            global_forwarding_rules: build_client!(GlobalForwardingRules, config, creds),
+            target_http_proxies: build_client!(TargetHttpProxies, config, creds),
+            target_https_proxies: build_client!(TargetHttpsProxies, config, creds),
+            ssl_certificates: build_client!(SslCertificates, config, creds),
+            global_addresses: build_client!(GlobalAddresses, config, creds),
+            global_operations: build_client!(GlobalOperations, config, creds),
+            zone_operations: build_client!(ZoneOperations, config, creds),
+        };
+        Ok(Self {
+            project: config.project,
+            clients,
+            poll_interval: config.operation_poll_interval,
+            operation_timeout: config.operation_timeout,
+            retry: config.retry,
+            metrics,
+        })
+    }
+
+    /// The project every call targets.
+    pub fn project(&self) -> &str {
+        &self.project
+    }
+
+    /// The call metrics this client records into.
+    pub fn metrics(&self) -> &ComputeMetrics {
+        &self.metrics
+    }
+
+    fn backoff(&self) -> ExponentialBuilder {
+        ExponentialBuilder::default()
+            .with_min_delay(self.retry.min_delay)
+            .with_max_delay(self.retry.max_delay)
+            .with_max_times(self.retry.max_retries)
+            .with_jitter()
+    }
+
+    /// One call without retries, recorded in metrics.
+    async fn attempt<T, Fut>(&self, method: &'static str, resource: &str, fut: Fut) -> Result<T>
+    where
+        Fut: Future<Output = std::result::Result<T, google_cloud_gax::error::Error>>,
+    {
+        let start = Instant::now();
+        let result = fut
+            .await
+            .map_err(|e| ComputeError::from_gax(method, resource, e));
+        let label = match &result {
+            Ok(_) => "ok",
+            Err(e) => e.kind().as_str(),
+        };
+        self.metrics
+            .record(method, label, start.elapsed().as_secs_f64());
+        result
+    }
+
+    /// A read (get, list, getHealth), retried on retryable errors.
+    async fn read<T, F, Fut>(&self, method: &'static str, resource: &str, f: F) -> Result<T>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = std::result::Result<T, google_cloud_gax::error::Error>>,
+    {
+        (|| async { self.attempt(method, resource, f()).await })
+            .retry(self.backoff())
+            .when(|e: &ComputeError| e.kind().is_retryable())
+            .notify(|e: &ComputeError, delay: Duration| {
+                tracing::debug!(method, resource, error = %e, ?delay, "retrying Compute call");
+            })
+            .await
+    }
+
+    /// A mutation: send, wait for its Operation to be DONE, surface the Operation's error.
+    /// The whole sequence is retried on retryable errors; `zone` is where zonal Operations live.
+    async fn mutate<F, Fut>(
+        &self,
+        method: &'static str,
+        resource: &str,
+        zone: Option<&str>,
+        f: F,
+    ) -> Result<model::Operation>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = std::result::Result<model::Operation, google_cloud_gax::error::Error>>,
+    {
+        (|| async {
+            let op = self.attempt(method, resource, f()).await?;
+            let op = self.wait(method, resource, zone, op).await?;
+            match ComputeError::from_operation(method, resource, &op) {
+                Some(err) => Err(err),
+                None => Ok(op),
+            }
+        })
+        .retry(self.backoff())
+        .when(|e: &ComputeError| e.kind().is_retryable())
+        .notify(|e: &ComputeError, delay: Duration| {
+            tracing::debug!(method, resource, error = %e, ?delay, "retrying Compute mutation");
+        })
+        .await
+    }
+
+    /// Waits until `op` is DONE with `operations.wait` (which blocks server side for a while),
+    /// pausing `poll_interval` between calls that return early.
+    async fn wait(
+        &self,
+        method: &'static str,
+        resource: &str,
+        zone: Option<&str>,
+        mut op: model::Operation,
+    ) -> Result<model::Operation> {
+        let started = Instant::now();
+        let op_zone = op
+            .zone
+            .as_deref()
+            .map(reference::last_segment)
+            .map(str::to_string)
+            .or_else(|| zone.map(str::to_string));
+        let mut first = true;
+        while op.status != Some(model::operation::Status::Done) {
+            let Some(name) = op.name.clone() else {
+                return Err(ComputeError::OperationTimeout {
+                    method,
+                    resource: resource.to_string(),
+                    operation: String::new(),
+                    seconds: 0,
+                });
+            };
+            if started.elapsed() > self.operation_timeout {
+                return Err(ComputeError::OperationTimeout {
+                    method,
+                    resource: resource.to_string(),
+                    operation: name,
+                    seconds: self.operation_timeout.as_secs(),
+                });
+            }
+            if !first {
+                tokio::time::sleep(self.poll_interval).await;
+            }
+            first = false;
+            op = match &op_zone {
+                Some(z) => {
+                    self.read("compute.zoneOperations.wait", &name, || {
+                        self.clients
+                            .zone_operations
+                            .wait()
+                            .set_project(&self.project)
+                            .set_zone(z)
+                            .set_operation(&name)
+                            .send()
+                    })
+                    .await?
+                }
+                None => {
+                    self.read("compute.globalOperations.wait", &name, || {
+                        self.clients
+                            .global_operations
+                            .wait()
+                            .set_project(&self.project)
+                            .set_operation(&name)
+                            .send()
+                    })
+                    .await?
+                }
+            };
+        }
+        Ok(op)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

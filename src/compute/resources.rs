@@ -1,0 +1,394 @@
+//! Typed calls per Compute resource. Method ids (`compute.urlMaps.insert`) match the Compute
+//! API discovery document and the emulator's call counters.
+
+use google_cloud_compute_v1::model;
+
+use super::{Compute, Result};
+
+/// `get` (404 -> `None`), `insert`, `delete` (404 -> `false`) and paged `list` of a global
+/// resource.
+macro_rules! global_crud {
+    (client: $client:ident, model: $model:ident, api: $api:literal, setter: $setter:ident,
+     get: $get:ident, insert: $insert:ident, delete: $delete:ident, list: $list:ident) => {
+        #[doc = concat!("`compute.", $api, ".get`: the resource, or `None` on 404.")]
+        pub async fn $get(&self, name: &str) -> Result<Option<model::$model>> {
+            let found = self
+                .read(concat!("compute.", $api, ".get"), name, || {
+                    self.clients
+                        .$client
+                        .get()
+                        .set_project(&self.project)
+                        .$setter(name)
+                        .send()
+                })
+                .await;
+            match found {
+                Ok(v) => Ok(Some(v)),
+                Err(e) if e.is_not_found() => Ok(None),
+                Err(e) => Err(e),
+            }
+        }
+
+        #[doc = concat!("`compute.", $api, ".insert`, waiting for the Operation.")]
+        pub async fn $insert(&self, body: &model::$model) -> Result<()> {
+            let name = body.name.clone().unwrap_or_default();
+            self.mutate(concat!("compute.", $api, ".insert"), &name, None, || {
+                self.clients
+                    .$client
+                    .insert()
+                    .set_project(&self.project)
+                    .set_body(body.clone())
+                    .send()
+            })
+            .await
+            .map(drop)
+        }
+
+        #[doc = concat!("`compute.", $api, ".delete`; `Ok(false)` when it was already gone.")]
+        pub async fn $delete(&self, name: &str) -> Result<bool> {
+            let done = self
+                .mutate(concat!("compute.", $api, ".delete"), name, None, || {
+                    self.clients
+                        .$client
+                        .delete()
+                        .set_project(&self.project)
+                        .$setter(name)
+                        .send()
+                })
+                .await;
+            match done {
+                Ok(_) => Ok(true),
+                Err(e) if e.is_not_found() => Ok(false),
+                Err(e) => Err(e),
+            }
+        }
+
+        #[doc = concat!("`compute.", $api, ".list`, every page.")]
+        pub async fn $list(&self) -> Result<Vec<model::$model>> {
+            let mut items = Vec::new();
+            let mut token = String::new();
+            loop {
+                let page = self
+                    .read(concat!("compute.", $api, ".list"), "", || {
+                        self.clients
+                            .$client
+                            .list()
+                            .set_project(&self.project)
+                            .set_page_token(token.clone())
+                            .send()
+                    })
+                    .await?;
+                items.extend(page.items);
+                match page.next_page_token {
+                    Some(t) if !t.is_empty() => token = t,
+                    _ => return Ok(items),
+                }
+            }
+        }
+    };
+}
+
+/// A mutation on one named global resource with a request body (update, setUrlMap, ...).
+macro_rules! global_verb {
+    ($fn_name:ident, client: $client:ident, verb: $verb:ident, api: $api:literal,
+     setter: $setter:ident, body: $body:ty) => {
+        #[doc = concat!("`compute.", $api, "`, waiting for the Operation.")]
+        pub async fn $fn_name(&self, name: &str, body: &$body) -> Result<()> {
+            self.mutate(concat!("compute.", $api), name, None, || {
+                self.clients
+                    .$client
+                    .$verb()
+                    .set_project(&self.project)
+                    .$setter(name)
+                    .set_body(body.clone())
+                    .send()
+            })
+            .await
+            .map(drop)
+        }
+    };
+}
+
+impl Compute {
+    global_crud!(client: url_maps, model: UrlMap, api: "urlMaps", setter: set_url_map,
+        get: get_url_map, insert: insert_url_map, delete: delete_url_map, list: list_url_maps);
+    global_verb!(update_url_map, client: url_maps, verb: update, api: "urlMaps.update",
+        setter: set_url_map, body: model::UrlMap);
+
+    global_crud!(client: backend_services, model: BackendService, api: "backendServices",
+        setter: set_backend_service, get: get_backend_service, insert: insert_backend_service,
+        delete: delete_backend_service, list: list_backend_services);
+    global_verb!(update_backend_service, client: backend_services, verb: update,
+        api: "backendServices.update", setter: set_backend_service, body: model::BackendService);
+
+    global_verb!(set_backend_service_security_policy, client: backend_services,
+        verb: set_security_policy, api: "backendServices.setSecurityPolicy",
+        setter: set_backend_service, body: model::SecurityPolicyReference);
+
+    global_crud!(client: health_checks, model: HealthCheck, api: "healthChecks",
+        setter: set_health_check, get: get_health_check, insert: insert_health_check,
+        delete: delete_health_check, list: list_health_checks);
+    global_verb!(update_health_check, client: health_checks, verb: update,
+        api: "healthChecks.update", setter: set_health_check, body: model::HealthCheck);
+
+    global_crud!(client: firewalls, model: Firewall, api: "firewalls", setter: set_firewall,
+        get: get_firewall, insert: insert_firewall, delete: delete_firewall, list: list_firewalls);
+    global_verb!(update_firewall, client: firewalls, verb: update, api: "firewalls.update",
+        setter: set_firewall, body: model::Firewall);
+
+    global_crud!(client: global_forwarding_rules, model: ForwardingRule,
+        api: "globalForwardingRules", setter: set_forwarding_rule,
+        get: get_forwarding_rule, insert: insert_forwarding_rule,
+        delete: delete_forwarding_rule, list: list_forwarding_rules);
+    global_verb!(set_forwarding_rule_target, client: global_forwarding_rules, verb: set_target,
+        api: "globalForwardingRules.setTarget", setter: set_forwarding_rule,
+        body: model::TargetReference);
+
+    global_crud!(client: target_http_proxies, model: TargetHttpProxy, api: "targetHttpProxies",
+        setter: set_target_http_proxy, get: get_target_http_proxy,
+        insert: insert_target_http_proxy, delete: delete_target_http_proxy,
+        list: list_target_http_proxies);
+    global_verb!(set_target_http_proxy_url_map, client: target_http_proxies, verb: set_url_map,
+        api: "targetHttpProxies.setUrlMap", setter: set_target_http_proxy,
+        body: model::UrlMapReference);
+
+    global_crud!(client: target_https_proxies, model: TargetHttpsProxy,
+        api: "targetHttpsProxies", setter: set_target_https_proxy,
+        get: get_target_https_proxy, insert: insert_target_https_proxy,
+        delete: delete_target_https_proxy, list: list_target_https_proxies);
+    global_verb!(set_target_https_proxy_url_map, client: target_https_proxies,
+        verb: set_url_map, api: "targetHttpsProxies.setUrlMap",
+        setter: set_target_https_proxy, body: model::UrlMapReference);
+    global_verb!(set_target_https_proxy_ssl_certificates, client: target_https_proxies,
+        verb: set_ssl_certificates, api: "targetHttpsProxies.setSslCertificates",
+        setter: set_target_https_proxy, body: model::TargetHttpsProxiesSetSslCertificatesRequest);
+    global_verb!(set_target_https_proxy_ssl_policy, client: target_https_proxies,
+        verb: set_ssl_policy, api: "targetHttpsProxies.setSslPolicy",
+        setter: set_target_https_proxy, body: model::SslPolicyReference);
+
+    global_crud!(client: ssl_certificates, model: SslCertificate, api: "sslCertificates",
+        setter: set_ssl_certificate, get: get_ssl_certificate, insert: insert_ssl_certificate,
+        delete: delete_ssl_certificate, list: list_ssl_certificates);
+
+    // Reserved global addresses: the `global-static-ip-name` lookup, and the address GKE
+    // promotes from the HTTP rule's ephemeral IP when HTTPS shares it (inventory §1, §4).
+    global_crud!(client: global_addresses, model: Address, api: "globalAddresses",
+        setter: set_address, get: get_global_address, insert: insert_global_address,
+        delete: delete_global_address, list: list_global_addresses);
+
+    /// `compute.backendServices.getHealth` for one backend group (a NEG reference).
+    pub async fn get_backend_service_health(
+        &self,
+        name: &str,
+        group: &str,
+    ) -> Result<model::BackendServiceGroupHealth> {
+        let body = model::ResourceGroupReference::new().set_group(group);
+        self.read("compute.backendServices.getHealth", name, || {
+            self.clients
+                .backend_services
+                .get_health()
+                .set_project(&self.project)
+                .set_backend_service(name)
+                .set_body(body.clone())
+                .send()
+        })
+        .await
+    }
+
+    /// `compute.networkEndpointGroups.get` in `zone`; `None` on 404.
+    pub async fn get_network_endpoint_group(
+        &self,
+        zone: &str,
+        name: &str,
+    ) -> Result<Option<model::NetworkEndpointGroup>> {
+        let found = self
+            .read("compute.networkEndpointGroups.get", name, || {
+                self.clients
+                    .network_endpoint_groups
+                    .get()
+                    .set_project(&self.project)
+                    .set_zone(zone)
+                    .set_network_endpoint_group(name)
+                    .send()
+            })
+            .await;
+        match found {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `compute.networkEndpointGroups.insert` in `zone`, waiting for the zonal Operation.
+    pub async fn insert_network_endpoint_group(
+        &self,
+        zone: &str,
+        body: &model::NetworkEndpointGroup,
+    ) -> Result<()> {
+        let name = body.name.clone().unwrap_or_default();
+        self.mutate(
+            "compute.networkEndpointGroups.insert",
+            &name,
+            Some(zone),
+            || {
+                self.clients
+                    .network_endpoint_groups
+                    .insert()
+                    .set_project(&self.project)
+                    .set_zone(zone)
+                    .set_body(body.clone())
+                    .send()
+            },
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `compute.networkEndpointGroups.delete`; `Ok(false)` when it was already gone.
+    pub async fn delete_network_endpoint_group(&self, zone: &str, name: &str) -> Result<bool> {
+        let done = self
+            .mutate(
+                "compute.networkEndpointGroups.delete",
+                name,
+                Some(zone),
+                || {
+                    self.clients
+                        .network_endpoint_groups
+                        .delete()
+                        .set_project(&self.project)
+                        .set_zone(zone)
+                        .set_network_endpoint_group(name)
+                        .send()
+                },
+            )
+            .await;
+        match done {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `compute.networkEndpointGroups.list` in `zone`, every page.
+    pub async fn list_network_endpoint_groups(
+        &self,
+        zone: &str,
+    ) -> Result<Vec<model::NetworkEndpointGroup>> {
+        let mut items = Vec::new();
+        let mut token = String::new();
+        loop {
+            let page = self
+                .read("compute.networkEndpointGroups.list", zone, || {
+                    self.clients
+                        .network_endpoint_groups
+                        .list()
+                        .set_project(&self.project)
+                        .set_zone(zone)
+                        .set_page_token(token.clone())
+                        .send()
+                })
+                .await?;
+            items.extend(page.items);
+            match page.next_page_token {
+                Some(t) if !t.is_empty() => token = t,
+                _ => return Ok(items),
+            }
+        }
+    }
+
+    /// `compute.networkEndpointGroups.listNetworkEndpoints` (with health), every page.
+    pub async fn list_network_endpoints(
+        &self,
+        zone: &str,
+        name: &str,
+    ) -> Result<Vec<model::NetworkEndpointWithHealthStatus>> {
+        let mut items = Vec::new();
+        let mut token = String::new();
+        loop {
+            let page = self
+                .read(
+                    "compute.networkEndpointGroups.listNetworkEndpoints",
+                    name,
+                    || {
+                        self.clients
+                            .network_endpoint_groups
+                            .list_network_endpoints()
+                            .set_project(&self.project)
+                            .set_zone(zone)
+                            .set_network_endpoint_group(name)
+                            .set_page_token(token.clone())
+                            // Without SHOW real GCE omits `healths[]` (readiness, annotations).
+                            .set_body(
+                                model::NetworkEndpointGroupsListEndpointsRequest::new()
+                                    .set_health_status(
+                                        model::network_endpoint_groups_list_endpoints_request::HealthStatus::Show,
+                                    ),
+                            )
+                            .send()
+                    },
+                )
+                .await?;
+            items.extend(page.items);
+            match page.next_page_token {
+                Some(t) if !t.is_empty() => token = t,
+                _ => return Ok(items),
+            }
+        }
+    }
+
+    /// `compute.networkEndpointGroups.attachNetworkEndpoints` (at most 500 per call).
+    pub async fn attach_network_endpoints(
+        &self,
+        zone: &str,
+        name: &str,
+        endpoints: Vec<model::NetworkEndpoint>,
+    ) -> Result<()> {
+        let body = model::NetworkEndpointGroupsAttachEndpointsRequest::new()
+            .set_network_endpoints(endpoints);
+        self.mutate(
+            "compute.networkEndpointGroups.attachNetworkEndpoints",
+            name,
+            Some(zone),
+            || {
+                self.clients
+                    .network_endpoint_groups
+                    .attach_network_endpoints()
+                    .set_project(&self.project)
+                    .set_zone(zone)
+                    .set_network_endpoint_group(name)
+                    .set_body(body.clone())
+                    .send()
+            },
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `compute.networkEndpointGroups.detachNetworkEndpoints` (at most 500 per call).
+    pub async fn detach_network_endpoints(
+        &self,
+        zone: &str,
+        name: &str,
+        endpoints: Vec<model::NetworkEndpoint>,
+    ) -> Result<()> {
+        let body = model::NetworkEndpointGroupsDetachEndpointsRequest::new()
+            .set_network_endpoints(endpoints);
+        self.mutate(
+            "compute.networkEndpointGroups.detachNetworkEndpoints",
+            name,
+            Some(zone),
+            || {
+                self.clients
+                    .network_endpoint_groups
+                    .detach_network_endpoints()
+                    .set_project(&self.project)
+                    .set_zone(zone)
+                    .set_network_endpoint_group(name)
+                    .set_body(body.clone())
+                    .send()
+            },
+        )
+        .await
+        .map(drop)
+    }
+}

@@ -1,0 +1,293 @@
+//! HTTP-level tests of the Compute seam against a scripted server (wiremock).
+
+use std::time::Duration;
+
+use google_cloud_compute_v1::model;
+use serde_json::json;
+use wiremock::matchers::{body_partial_json, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use super::*;
+
+pub(crate) async fn compute_for(server: &MockServer) -> Compute {
+    let mut config = ComputeConfig::new("p1", Some(server.uri()));
+    config.operation_poll_interval = Duration::from_millis(1);
+    config.retry = RetrySettings {
+        min_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(5),
+        max_retries: 3,
+    };
+    Compute::new(config, ComputeMetrics::default())
+        .await
+        .expect("clients build")
+}
+
+pub(crate) fn done_op(name: &str) -> serde_json::Value {
+    json!({"kind": "compute#operation", "name": name, "status": "DONE", "operationType": "insert"})
+}
+
+fn error_body(code: u16, status: &str, reason: &str) -> serde_json::Value {
+    json!({"error": {"code": code, "message": format!("scripted {reason}"), "status": status,
+        "errors": [{"domain": "global", "reason": reason, "message": "scripted"}]}})
+}
+
+#[tokio::test]
+async fn get_returns_resource_and_none_on_404() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/compute/v1/projects/p1/global/urlMaps/um1"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({"name": "um1", "fingerprint": "YWJj", "defaultService": "https://x/compute/v1/projects/p1/global/backendServices/b"}),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/compute/v1/projects/p1/global/urlMaps/missing"))
+        .respond_with(ResponseTemplate::new(404).set_body_json(error_body(
+            404,
+            "NOT_FOUND",
+            "notFound",
+        )))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let um = compute.get_url_map("um1").await.unwrap().expect("found");
+    assert_eq!(um.fingerprint.as_deref(), Some(&b"abc"[..]));
+    assert!(compute.get_url_map("missing").await.unwrap().is_none());
+    assert_eq!(compute.metrics().count("compute.urlMaps.get", "ok"), 1);
+    assert_eq!(
+        compute.metrics().count("compute.urlMaps.get", "notFound"),
+        1
+    );
+}
+
+#[tokio::test]
+async fn insert_retries_503_then_succeeds() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/compute/v1/projects/p1/global/healthChecks"))
+        .respond_with(ResponseTemplate::new(503).set_body_json(error_body(
+            503,
+            "UNAVAILABLE",
+            "backendError",
+        )))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/compute/v1/projects/p1/global/healthChecks"))
+        .and(body_partial_json(json!({"name": "hc1", "type": "HTTP"})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-1")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let hc = model::HealthCheck::new()
+        .set_name("hc1")
+        .set_type(model::health_check::Type::Http);
+    compute.insert_health_check(&hc).await.expect("retried");
+    assert_eq!(
+        compute
+            .metrics()
+            .count("compute.healthChecks.insert", "backendError"),
+        1
+    );
+    assert_eq!(
+        compute.metrics().count("compute.healthChecks.insert", "ok"),
+        1
+    );
+}
+
+#[tokio::test]
+async fn failed_operation_is_an_error() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/compute/v1/projects/p1/global/urlMaps"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "name": "op-2", "status": "DONE", "operationType": "insert",
+            "error": {"errors": [{"code": "RESOURCE_ALREADY_EXISTS", "message": "um1 exists"}]},
+            "httpErrorStatusCode": 409, "httpErrorMessage": "CONFLICT"
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let err = compute
+        .insert_url_map(&model::UrlMap::new().set_name("um1"))
+        .await
+        .expect_err("operation carried an error");
+    assert_eq!(err.kind(), ErrorKind::AlreadyExists);
+    assert!(err.to_string().contains("um1 exists"), "{err}");
+}
+
+#[tokio::test]
+async fn pending_operation_is_waited_for() {
+    let server = MockServer::start().await;
+    Mock::given(method("DELETE"))
+        .and(path("/compute/v1/projects/p1/global/backendServices/b1"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(
+                json!({"name": "op-3", "status": "RUNNING", "operationType": "delete"}),
+            ),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/compute/v1/projects/p1/global/operations/op-3/wait"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "name": "op-3", "status": "DONE", "operationType": "delete",
+            "error": {"errors": [{"code": "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE", "message": "used by um1"}]},
+            "httpErrorStatusCode": 400, "httpErrorMessage": "BAD REQUEST"
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let err = compute.delete_backend_service("b1").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ResourceInUse);
+}
+
+#[tokio::test]
+async fn zonal_operation_waits_in_its_zone_and_delete_404_is_gone() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(
+            "/compute/v1/projects/p1/zones/z1/networkEndpointGroups/neg1/attachNetworkEndpoints",
+        ))
+        .and(body_partial_json(
+            json!({"networkEndpoints": [{"ipAddress": "127.64.0.9", "port": 8080}]}),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "name": "op-4", "status": "PENDING", "operationType": "attachNetworkEndpoints",
+            "zone": "https://compute.googleapis.com/compute/v1/projects/p1/zones/z1"
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(
+            "/compute/v1/projects/p1/zones/z1/operations/op-4/wait",
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-4")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .and(path(
+            "/compute/v1/projects/p1/zones/z1/networkEndpointGroups/gone",
+        ))
+        .respond_with(ResponseTemplate::new(404).set_body_json(error_body(
+            404,
+            "NOT_FOUND",
+            "notFound",
+        )))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let ep = model::NetworkEndpoint::new()
+        .set_ip_address("127.64.0.9")
+        .set_port(8080);
+    compute
+        .attach_network_endpoints("z1", "neg1", vec![ep])
+        .await
+        .unwrap();
+    assert!(!compute
+        .delete_network_endpoint_group("z1", "gone")
+        .await
+        .unwrap());
+}
+
+#[tokio::test]
+async fn list_follows_page_tokens() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/compute/v1/projects/p1/global/firewalls"))
+        .and(wiremock::matchers::query_param("pageToken", "t2"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": [{"name": "fw2"}]})))
+        .with_priority(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/compute/v1/projects/p1/global/firewalls"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"items": [{"name": "fw1"}], "nextPageToken": "t2"})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let names: Vec<_> = compute
+        .list_firewalls()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|f| f.name)
+        .collect();
+    assert_eq!(names, vec!["fw1".to_string(), "fw2".to_string()]);
+}
+
+/// Real GCE returns `healths[]` only when asked (`healthStatus: SHOW`, a body field).
+#[tokio::test]
+async fn list_network_endpoints_asks_for_health_status() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(
+            "/compute/v1/projects/p1/zones/z1/networkEndpointGroups/neg1/listNetworkEndpoints",
+        ))
+        .and(body_partial_json(json!({"healthStatus": "SHOW"})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": [{
+            "networkEndpoint": {"ipAddress": "10.0.0.1", "port": 8080, "instance": "i"},
+            "healths": [{"healthState": "HEALTHY"}]
+        }]})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let items = compute.list_network_endpoints("z1", "neg1").await.unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].healths.len(), 1);
+}
+
+#[tokio::test]
+async fn global_addresses_insert_and_delete() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/compute/v1/projects/p1/global/addresses"))
+        .and(body_partial_json(
+            json!({"name": "a1", "address": "127.200.0.9"}),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-a")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .and(path("/compute/v1/projects/p1/global/addresses/a1"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-d")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .and(path("/compute/v1/projects/p1/global/addresses/gone"))
+        .respond_with(ResponseTemplate::new(404).set_body_json(error_body(
+            404,
+            "NOT_FOUND",
+            "notFound",
+        )))
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let body = model::Address::new()
+        .set_name("a1")
+        .set_address("127.200.0.9");
+    compute.insert_global_address(&body).await.unwrap();
+    assert!(compute.delete_global_address("a1").await.unwrap());
+    assert!(!compute.delete_global_address("gone").await.unwrap());
+}

@@ -1,0 +1,297 @@
+//! Reflector stores for every kind translation reads, and the [`ClusterSnapshot`] built from
+//! them. The CRD kinds (BackendConfig, FrontendConfig, ManagedCertificate) are optional: when
+//! their CRD is not installed the store stays empty and a warning is logged.
+//!
+//! Readiness is published once through a `tokio::sync::watch` channel rather than by letting
+//! every task call `Store::wait_until_ready`: kube-runtime 5's `DelayedInit` wraps a oneshot
+//! receiver that keeps a single waker, so with several concurrent waiters on one store only the
+//! last one to poll is woken and the others hang forever (seen as a missing "stores synced" line).
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+
+use crate::crd::{BackendConfig, FrontendConfig, ManagedCertificate};
+use crate::translate::{ClusterSnapshot, SnapshotObject};
+
+/// Read handles of every store.
+#[derive(Clone)]
+pub struct Stores {
+    /// Ingresses (the controller's own store).
+    pub ingresses: Store<Ingress>,
+    /// Services.
+    pub services: Store<Service>,
+    /// EndpointSlices.
+    pub endpoint_slices: Store<EndpointSlice>,
+    /// Pods.
+    pub pods: Store<Pod>,
+    /// IngressClasses.
+    pub ingress_classes: Store<IngressClass>,
+    /// Secrets (for `spec.tls`).
+    pub secrets: Store<Secret>,
+    /// BackendConfigs (empty when the CRD is absent).
+    pub backend_configs: Store<BackendConfig>,
+    /// FrontendConfigs (empty when the CRD is absent).
+    pub frontend_configs: Store<FrontendConfig>,
+    /// ManagedCertificates (empty when the CRD is absent).
+    pub managed_certificates: Store<ManagedCertificate>,
+    ready: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+/// How often a store's first-list wait is re-polled, so a wake-up taken by another waiter of the
+/// same `DelayedInit` (single waker) is recovered.
+const REPOLL: Duration = Duration::from_millis(200);
+
+/// Waits for `store`'s first full list, robust to other tasks polling the same store; logs it.
+fn first_list<K>(kind: &'static str, store: Store<K>) -> BoxFuture<'static, ()>
+where
+    K: kube::runtime::reflector::Lookup + Clone + Send + Sync + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    async move {
+        loop {
+            match tokio::time::timeout(REPOLL, store.wait_until_ready()).await {
+                Ok(Ok(())) => {
+                    tracing::info!(
+                        kind,
+                        objects = store.state().len(),
+                        "store synced: first list complete"
+                    );
+                    return;
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(kind, error = %e, "store writer gone before its first list");
+                    return;
+                }
+                Err(_) => continue,
+            }
+        }
+    }
+    .boxed()
+}
+
+/// Starts a reflector for `K` on a background task; returns its store.
+fn spawn_reflector<K>(api: Api<K>, optional: bool) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (reader, writer) = reflector::store();
+    let kind = K::kind(&K::DynamicType::default()).to_string();
+    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
+        .applied_objects();
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        let mut warned = false;
+        while let Some(event) = stream.next().await {
+            if let Err(e) = event {
+                if !warned {
+                    if optional {
+                        tracing::warn!(%kind, error = %e, "cannot watch {kind} (CRD not installed?); continuing without it");
+                    } else {
+                        tracing::warn!(%kind, error = %e, "watch error");
+                    }
+                    warned = optional;
+                }
+            }
+        }
+    });
+    reader
+}
+
+/// Whether the API serves `K` (for the optional CRD kinds).
+async fn served<K>(client: &Client) -> bool
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::all(client.clone());
+    match api.list(&kube::api::ListParams::default().limit(1)).await {
+        Ok(_) => true,
+        Err(e) => {
+            let kind = K::kind(&K::DynamicType::default()).to_string();
+            tracing::warn!(%kind, error = %e, "{kind} is not served (CRD not installed?); continuing without it");
+            false
+        }
+    }
+}
+
+fn optional_store<K>(client: &Client, serve: bool) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    if serve {
+        spawn_reflector(Api::<K>::all(client.clone()), true)
+    } else {
+        let (reader, writer) = reflector::store::<K>();
+        // Never written: mark it ready by dropping the writer after an empty apply.
+        let mut writer = writer;
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        reader
+    }
+}
+
+impl Stores {
+    /// Starts the reflectors (the Ingress store comes from the controller). The CRD kinds are
+    /// probed first and skipped when not served.
+    pub async fn start(client: &Client, ingresses: Store<Ingress>) -> Self {
+        let bc = served::<BackendConfig>(client).await;
+        let fc = served::<FrontendConfig>(client).await;
+        let mc = served::<ManagedCertificate>(client).await;
+        Self {
+            ingresses,
+            services: spawn_reflector(Api::all(client.clone()), false),
+            endpoint_slices: spawn_reflector(Api::all(client.clone()), false),
+            pods: spawn_reflector(Api::all(client.clone()), false),
+            ingress_classes: spawn_reflector(Api::all(client.clone()), false),
+            secrets: spawn_reflector(Api::all(client.clone()), false),
+            backend_configs: optional_store(client, bc),
+            frontend_configs: optional_store(client, fc),
+            managed_certificates: optional_store(client, mc),
+            ready: Arc::new(tokio::sync::watch::channel(false).0),
+        }
+        .watch_first_lists()
+    }
+
+    /// Spawns the one task that waits on every store's first list and then publishes readiness.
+    fn watch_first_lists(self) -> Self {
+        let waits = vec![
+            first_list("Ingress", self.ingresses.clone()),
+            first_list("Service", self.services.clone()),
+            first_list("EndpointSlice", self.endpoint_slices.clone()),
+            first_list("Pod", self.pods.clone()),
+            first_list("IngressClass", self.ingress_classes.clone()),
+            first_list("Secret", self.secrets.clone()),
+            first_list("BackendConfig", self.backend_configs.clone()),
+            first_list("FrontendConfig", self.frontend_configs.clone()),
+            first_list("ManagedCertificate", self.managed_certificates.clone()),
+        ];
+        let ready = self.ready.clone();
+        tokio::spawn(async move {
+            futures::future::join_all(waits).await;
+            ready.send_replace(true);
+        });
+        self
+    }
+
+    /// Waits until every store has its first full list; then [`Stores::is_ready`] is true.
+    /// Any number of tasks may wait at once (a `watch` channel, not the stores' single waker).
+    pub async fn wait_until_ready(&self) {
+        let mut rx = self.ready.subscribe();
+        // The sender lives in `self`, so this only ends once readiness is published.
+        let _ = rx.wait_for(|ready| *ready).await;
+    }
+
+    /// Whether every store has synced once (`/readyz`).
+    pub fn is_ready(&self) -> bool {
+        *self.ready.borrow()
+    }
+
+    /// A point-in-time copy of every store.
+    pub fn snapshot(&self) -> ClusterSnapshot {
+        fn fill<K>(s: &mut ClusterSnapshot, store: &Store<K>)
+        where
+            K: SnapshotObject + Clone + kube::runtime::reflector::Lookup,
+            <K as kube::runtime::reflector::Lookup>::DynamicType: Eq + std::hash::Hash + Clone,
+        {
+            for object in store.state() {
+                s.insert((*object).clone());
+            }
+        }
+        let mut s = ClusterSnapshot::default();
+        fill(&mut s, &self.ingresses);
+        fill(&mut s, &self.services);
+        fill(&mut s, &self.endpoint_slices);
+        fill(&mut s, &self.pods);
+        fill(&mut s, &self.ingress_classes);
+        fill(&mut s, &self.secrets);
+        fill(&mut s, &self.backend_configs);
+        fill(&mut s, &self.frontend_configs);
+        fill(&mut s, &self.managed_certificates);
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty<K>() -> (Store<K>, reflector::store::Writer<K>)
+    where
+        K: kube::runtime::reflector::Lookup + Clone + 'static,
+        K::DynamicType: Eq + std::hash::Hash + Clone + Default,
+    {
+        reflector::store()
+    }
+
+    /// Several tasks wait at once (the reconcile workers, the readiness gate controller, the
+    /// "stores synced" logger); each must be released once the last store lists. Fails with
+    /// waiters calling `Store::wait_until_ready` directly (single waker).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_concurrent_waiter_is_released_when_the_stores_sync() {
+        let (ingresses, mut w_ing) = empty::<Ingress>();
+        let (services, mut w_svc) = empty::<Service>();
+        let (endpoint_slices, mut w_eps) = empty::<EndpointSlice>();
+        let (pods, mut w_pod) = empty::<Pod>();
+        let (ingress_classes, mut w_cls) = empty::<IngressClass>();
+        let (secrets, mut w_sec) = empty::<Secret>();
+        let (backend_configs, mut w_bc) = empty::<BackendConfig>();
+        let (frontend_configs, mut w_fc) = empty::<FrontendConfig>();
+        let (managed_certificates, mut w_mc) = empty::<ManagedCertificate>();
+        let stores = Stores {
+            ingresses,
+            services,
+            endpoint_slices,
+            pods: pods.clone(),
+            ingress_classes,
+            secrets,
+            backend_configs,
+            frontend_configs,
+            managed_certificates,
+            ready: Arc::new(tokio::sync::watch::channel(false).0),
+        }
+        .watch_first_lists();
+        let mut waiters = Vec::new();
+        for _ in 0..4 {
+            let s = stores.clone();
+            waiters.push(tokio::spawn(async move { s.wait_until_ready().await }));
+        }
+        // A foreign task polling one store directly steals that store's single waker.
+        let thief = tokio::spawn(async move { pods.wait_until_ready().await.is_ok() });
+        tokio::task::yield_now().await;
+        assert!(!stores.is_ready(), "ready before any list");
+        w_ing.apply_watcher_event(&watcher::Event::InitDone);
+        w_svc.apply_watcher_event(&watcher::Event::InitDone);
+        w_eps.apply_watcher_event(&watcher::Event::InitDone);
+        w_pod.apply_watcher_event(&watcher::Event::InitDone);
+        w_cls.apply_watcher_event(&watcher::Event::InitDone);
+        w_sec.apply_watcher_event(&watcher::Event::InitDone);
+        w_bc.apply_watcher_event(&watcher::Event::InitDone);
+        w_fc.apply_watcher_event(&watcher::Event::InitDone);
+        w_mc.apply_watcher_event(&watcher::Event::InitDone);
+        let deadline = Duration::from_secs(30);
+        for w in waiters {
+            tokio::time::timeout(deadline, w)
+                .await
+                .expect("a waiter was never woken")
+                .unwrap();
+        }
+        assert!(stores.is_ready());
+        assert!(tokio::time::timeout(deadline, thief)
+            .await
+            .unwrap()
+            .unwrap());
+    }
+}

@@ -1,0 +1,13 @@
+//! gclb-operator: provisions Google Cloud HTTP(S) load balancers from Kubernetes Ingress objects.
+//!
+//! Data flow: kube objects -> `controller` (watch, stores) -> `translate` (pure) ->
+//! `sync` (desired vs observed) -> `compute` (Compute API v1 or the emulator).
+
+pub mod compute;
+pub mod controller;
+pub mod crd;
+pub mod managed_certificates;
+pub mod readiness;
+pub mod sync;
+pub mod translate;
+pub mod webhook;

@@ -1,0 +1,356 @@
+//! `gclb-operator`: `run` (the Ingress controller), `crds` (CRD YAML) and `default-backend`
+//! (GKE's 404 default backend). Command-line contract: docs/architecture.md; user guide:
+//! docs/operator.md.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{ArgAction, Parser, Subcommand};
+use gclb_operator::compute::{Compute, ComputeConfig, ComputeMetrics};
+use gclb_operator::controller::{self, metrics::HttpState, ControllerMetrics, Stores};
+use gclb_operator::readiness;
+use gclb_operator::translate::{namer, TranslateConfig};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client};
+use prometheus_client::registry::Registry;
+
+#[derive(Parser)]
+#[command(
+    name = "gclb-operator",
+    version,
+    about = "Google Cloud HTTP(S) load balancers from Kubernetes Ingress objects"
+)]
+struct Cli {
+    /// Log as JSON lines instead of text (filter with RUST_LOG, default `info`).
+    #[arg(long, global = true)]
+    log_json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the Ingress controller.
+    Run(Box<RunArgs>),
+    /// Print the CRDs as YAML, or write one file per CRD into --out-dir.
+    Crds {
+        /// Directory to write `<plural>.<group>.yaml` files into.
+        #[arg(long)]
+        out_dir: Option<PathBuf>,
+    },
+    /// Serve GKE's default backend: `default backend - 404` on every path, `ok` on /healthz.
+    DefaultBackend {
+        /// Address to listen on.
+        #[arg(long, default_value = "0.0.0.0:8080")]
+        listen: SocketAddr,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Google Cloud project that holds the load balancers.
+    #[arg(long, env = "GCLB_PROJECT")]
+    project: String,
+    /// Zone of the cluster's nodes (repeat for several); NEGs are created in each.
+    #[arg(long = "zone", required = true)]
+    zones: Vec<String>,
+    /// VPC network name.
+    #[arg(long, default_value = "default")]
+    network: String,
+    /// Cluster name (informational).
+    #[arg(long)]
+    cluster_name: String,
+    /// Compute API host root, e.g. http://127.0.0.1:PORT (the emulator; anonymous credentials).
+    /// Unset: the real API with Application Default Credentials.
+    #[arg(long)]
+    compute_endpoint: Option<String>,
+    /// Kubeconfig file; unset: KUBECONFIG, ~/.kube/config or the in-cluster config.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// IngressClass name / `kubernetes.io/ingress.class` value this operator owns.
+    #[arg(long, default_value = "gce")]
+    ingress_class: String,
+    /// Seconds between full resyncs of every Ingress.
+    #[arg(long, default_value_t = 600)]
+    resync_period: u64,
+    /// Ingresses reconciled at the same time.
+    #[arg(long, default_value_t = 4)]
+    workers: u16,
+    /// Address of /metrics, /healthz and /readyz (use 127.0.0.1:0 for an ephemeral port; the
+    /// bound address is printed on stdout as `metrics listening on http://ADDR`).
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    metrics_listen: SocketAddr,
+    /// System default backend Service (`namespace/name`) for Ingresses without
+    /// spec.defaultBackend.
+    #[arg(long, default_value = "kube-system/default-http-backend")]
+    default_backend_service: String,
+    /// Port (name or number) of the default backend Service.
+    #[arg(long, default_value = "http")]
+    default_backend_port: String,
+    /// Milliseconds between Operation polls.
+    #[arg(long, default_value_t = 500)]
+    operation_poll_interval_ms: u64,
+    /// Network tags of the nodes: targetTags of the L7 firewall rule (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    firewall_target_tags: Vec<String>,
+    /// Manage the `cloud.google.com/load-balancer-neg-ready` readiness gate of Pods.
+    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    readiness_gates: bool,
+    /// Seconds after Pod creation when the readiness gate opens without a health state.
+    #[arg(long, default_value_t = 600)]
+    neg_ready_timeout: u64,
+    /// Serve the readiness-gate admission webhook (HTTPS) on this address (deploy/webhook).
+    #[arg(long, requires_all = ["webhook_tls_cert", "webhook_tls_key"])]
+    webhook_listen: Option<SocketAddr>,
+    /// PEM certificate chain of the webhook.
+    #[arg(long)]
+    webhook_tls_cert: Option<PathBuf>,
+    /// PEM private key of the webhook.
+    #[arg(long)]
+    webhook_tls_key: Option<PathBuf>,
+}
+
+fn init_tracing(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    init_tracing(cli.log_json);
+    // Both ring (kube) and aws-lc-rs (Google clients) are compiled in; pick one explicitly.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    match cli.command {
+        Command::Run(args) => run(*args).await,
+        Command::Crds { out_dir } => crds(out_dir),
+        Command::DefaultBackend { listen } => default_backend(listen).await,
+    }
+}
+
+fn crds(out_dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let files = gclb_operator::crd::crds_yaml();
+    match out_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            for (file, yaml) in files {
+                let path = dir.join(file);
+                std::fs::write(&path, yaml)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+        }
+        None => {
+            for yaml in files.values() {
+                println!("---\n{}", yaml.trim_end());
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn default_backend(listen: SocketAddr) -> anyhow::Result<()> {
+    use axum::http::StatusCode;
+    let app = axum::Router::new()
+        .route("/healthz", axum::routing::get(|| async { "ok" }))
+        .fallback(|| async { (StatusCode::NOT_FOUND, "default backend - 404") });
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("binding {listen}"))?;
+    let addr = listener.local_addr()?;
+    println!("default backend listening on http://{addr}");
+    tracing::info!(%addr, "default backend listening");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
+        tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+async fn kube_client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                .await
+                .with_context(|| format!("loading kubeconfig {}", path.display()))?
+        }
+        None => kube::Config::infer().await.context(
+            "no Kubernetes config: pass --kubeconfig, set KUBECONFIG or run in a cluster",
+        )?,
+    };
+    Client::try_from(config).context("building the Kubernetes client")
+}
+
+async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let client = kube_client(args.kubeconfig.as_ref()).await?;
+    let kube_system = Api::<Namespace>::all(client.clone())
+        .get("kube-system")
+        .await
+        .context("reading Namespace kube-system (its UID names this cluster's resources)")?;
+    let kube_system_uid = kube_system
+        .metadata
+        .uid
+        .context("Namespace kube-system has no metadata.uid")?;
+
+    let zones: Vec<&str> = args.zones.iter().map(String::as_str).collect();
+    let mut translate = TranslateConfig::new(
+        &args.project,
+        &args.network,
+        &zones,
+        &args.cluster_name,
+        &kube_system_uid,
+    );
+    translate.ingress_class = args.ingress_class.clone();
+    translate.firewall_target_tags = args.firewall_target_tags.clone();
+    let (db_ns, db_name) = args
+        .default_backend_service
+        .split_once('/')
+        .context("--default-backend-service must be namespace/name")?;
+    translate.default_backend = Some((
+        db_ns.to_string(),
+        db_name.to_string(),
+        args.default_backend_port.clone(),
+    ));
+    tracing::info!(
+        project = %args.project,
+        cluster_uid = %translate.cluster_uid,
+        firewall = %namer::l7_firewall(&translate.cluster_uid),
+        "starting"
+    );
+
+    let mut registry = Registry::default();
+    let compute_metrics = ComputeMetrics::default();
+    compute_metrics.register(&mut registry);
+    let controller_metrics = ControllerMetrics::default();
+    controller_metrics.register(&mut registry);
+    let readiness_metrics = Arc::new(readiness::metrics::ReadinessMetrics::default());
+    readiness_metrics.register(&mut registry);
+
+    let mut compute_config = ComputeConfig::new(&args.project, args.compute_endpoint.clone());
+    compute_config.operation_poll_interval = Duration::from_millis(args.operation_poll_interval_ms);
+    let compute = Arc::new(
+        Compute::new(compute_config, compute_metrics)
+            .await
+            .context("connecting to the Compute API")?,
+    );
+
+    let stores_slot: Arc<std::sync::OnceLock<Stores>> = Arc::default();
+    let ready = {
+        let slot = stores_slot.clone();
+        Arc::new(move || slot.get().is_some_and(Stores::is_ready))
+            as Arc<dyn Fn() -> bool + Send + Sync>
+    };
+    let addr = controller::metrics::serve(
+        args.metrics_listen,
+        HttpState {
+            registry: Arc::new(registry),
+            ready,
+        },
+    )
+    .await
+    .with_context(|| format!("binding --metrics-listen {}", args.metrics_listen))?;
+    println!("metrics listening on http://{addr}");
+    tracing::info!(%addr, "metrics listening");
+
+    let health =
+        readiness::ComputeNegHealth::connect(&args.project, args.compute_endpoint.as_deref())
+            .await
+            .context("connecting the readiness-gate poller to the Compute API")?;
+    let readiness_config = readiness::Config {
+        timeout: Duration::from_secs(args.neg_ready_timeout),
+        bypass: !args.readiness_gates,
+        ..readiness::Config::default()
+    };
+    let config = controller::Config {
+        translate: translate.clone(),
+        resync_period: Duration::from_secs(args.resync_period.max(1)),
+        workers: args.workers.max(1),
+    };
+    let webhook = match (
+        &args.webhook_listen,
+        &args.webhook_tls_cert,
+        &args.webhook_tls_key,
+    ) {
+        (Some(listen), Some(cert), Some(key)) => {
+            let tls = gclb_operator::webhook::tls::server_config(cert, key)
+                .context("loading the webhook certificate and key")?;
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("binding --webhook-listen {listen}"))?;
+            tracing::info!(addr = %listener.local_addr()?, "webhook listening");
+            Some((listener, tls))
+        }
+        _ => None,
+    };
+    // ManagedCertificate controller (gke-managed-certs): off by itself when the CRD is absent.
+    let mut mcrt_config = gclb_operator::managed_certificates::Config::new(&kube_system_uid);
+    mcrt_config.resync_period = Duration::from_secs(args.resync_period.max(1));
+    tokio::spawn(gclb_operator::managed_certificates::run(
+        client.clone(),
+        compute.clone(),
+        mcrt_config,
+    ));
+    let readiness_client = client.clone();
+    controller::run(
+        client,
+        compute,
+        config,
+        controller_metrics,
+        move |stores: Stores| {
+            let lookup = readiness::lookup::StoreLookup::new(
+                stores.ingresses.clone(),
+                stores.services.clone(),
+                stores.ingress_classes.clone(),
+                translate,
+            );
+            let lookup = Arc::new(lookup);
+            if let Some((listener, tls)) = webhook {
+                let state = gclb_operator::webhook::WebhookState::new(lookup.clone());
+                tokio::spawn(gclb_operator::webhook::tls::serve(
+                    listener,
+                    tls,
+                    gclb_operator::webhook::router(state),
+                ));
+            }
+            let ctx = readiness::Context::new(
+                readiness_client,
+                Arc::new(health),
+                lookup,
+                readiness_config,
+            )
+            .with_metrics(readiness_metrics);
+            tokio::spawn(readiness::controller::run_with_pods(
+                ctx,
+                stores.pods.clone(),
+            ));
+            let _ = stores_slot.set(stores);
+        },
+    )
+    .await;
+    tracing::info!("stopped");
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! Global forwarding rules (`compute.globalForwardingRules`): the load balancer's IP and port.
+//!
+//! A rule whose IP address, port range, protocol or scheme must change is deleted and
+//! recreated (inventory §4 "Update details"); a new target goes through `setTarget`. Without a
+//! desired IP the rule keeps the ephemeral IP it got, so the Ingress IP stays stable.
+
+use google_cloud_compute_v1::model;
+
+use super::{record, Action, Changes, SyncError, MAX_CONFLICT_RETRIES};
+use crate::compute::reference::normalize;
+use crate::compute::{Compute, ErrorKind};
+
+/// Event kind (GKE: `ForwardingRule "x" created`).
+pub const KIND: &str = "ForwardingRule";
+
+/// `80` and `80-80` are the same port range.
+fn port_range(value: Option<&str>) -> String {
+    let v = value.unwrap_or_default();
+    match v.split_once('-') {
+        Some((a, b)) if a == b => a.to_string(),
+        _ => v.to_string(),
+    }
+}
+
+fn must_recreate(desired: &model::ForwardingRule, observed: &model::ForwardingRule) -> bool {
+    let ip_changed = match desired.ip_address.as_deref() {
+        Some(ip) if !ip.is_empty() => observed.ip_address.as_deref() != Some(ip),
+        _ => false,
+    };
+    let port_changed = desired.port_range.is_some()
+        && port_range(desired.port_range.as_deref()) != port_range(observed.port_range.as_deref());
+    let protocol_changed =
+        desired.ip_protocol.is_some() && desired.ip_protocol != observed.ip_protocol;
+    let scheme_changed = desired.load_balancing_scheme.is_some()
+        && desired.load_balancing_scheme != observed.load_balancing_scheme;
+    ip_changed || port_changed || protocol_changed || scheme_changed
+}
+
+/// Makes the rule match; returns its IP address (what `status.loadBalancer` shows).
+pub async fn ensure(
+    compute: &Compute,
+    desired: &model::ForwardingRule,
+    changes: &mut Changes,
+) -> Result<Option<String>, SyncError> {
+    let project = compute.project();
+    let name = desired.name.as_deref().unwrap_or_default();
+    let err = |e| SyncError::compute(KIND, name, e);
+    for _ in 0..MAX_CONFLICT_RETRIES {
+        let Some(observed) = compute.get_forwarding_rule(name).await.map_err(err)? else {
+            match compute.insert_forwarding_rule(desired).await {
+                Ok(()) => record(changes, KIND, name, Action::Created),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(err(e)),
+            }
+            continue;
+        };
+        if must_recreate(desired, &observed) {
+            tracing::info!(name, "forwarding rule IP or port changed; recreating");
+            super::remove(KIND, name, || compute.delete_forwarding_rule(name), changes).await?;
+            continue;
+        }
+        let want = normalize(project, desired.target.as_deref().unwrap_or_default());
+        let have = normalize(project, observed.target.as_deref().unwrap_or_default());
+        if want != have {
+            let body = model::TargetReference::new().set_target(want);
+            compute
+                .set_forwarding_rule_target(name, &body)
+                .await
+                .map_err(err)?;
+            record(changes, KIND, name, Action::Updated);
+        }
+        return Ok(observed.ip_address);
+    }
+    Err(SyncError::Conflict {
+        kind: KIND,
+        name: name.to_string(),
+        attempts: MAX_CONFLICT_RETRIES,
+    })
+}
+
+/// Deletes the rule; gone already is fine.
+pub async fn delete(compute: &Compute, name: &str, changes: &mut Changes) -> Result<(), SyncError> {
+    super::remove(KIND, name, || compute.delete_forwarding_rule(name), changes).await
+}

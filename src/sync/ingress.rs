@@ -1,0 +1,212 @@
+//! One Ingress, in dependency order: backends (health check -> NEG -> backend service ->
+//! endpoints), then the frontend (URL maps -> certificates -> target proxies -> forwarding
+//! rules), then removal of frontend parts no longer wanted (reverse order).
+//!
+//! Backends are shared between Ingresses and reconciled by several workers at once; every step
+//! is idempotent (409 and 412 refetch), and [`BackendLocks`] serialises work on one backend
+//! name so two workers do not attach the same endpoints at the same time.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use google_cloud_compute_v1::model;
+
+use super::{
+    addresses, backend_services, forwarding_rules, health_checks, network_endpoint_groups,
+    ssl_certificates, target_http_proxies, target_https_proxies, url_maps, Changes, SyncError,
+};
+use crate::compute::Compute;
+use crate::translate::namer::FrontendNamer;
+use crate::translate::{DesiredBackend, DesiredFrontend};
+
+/// Per-backend-name async locks (no global lock: different backends sync in parallel).
+#[derive(Default)]
+pub struct BackendLocks {
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl BackendLocks {
+    fn get(&self, name: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
+        locks.entry(name.to_string()).or_default().clone()
+    }
+}
+
+/// Syncs every backend of one Ingress: health check, NEGs, backend service, NEG endpoints.
+pub async fn sync_backends(
+    compute: &Compute,
+    locks: &BackendLocks,
+    backends: &BTreeMap<String, DesiredBackend>,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    for (name, backend) in backends {
+        let lock = locks.get(name);
+        let _guard = lock.lock().await;
+        health_checks::ensure(compute, &backend.health_check, changes).await?;
+        for neg in &backend.negs {
+            network_endpoint_groups::ensure(compute, neg, changes).await?;
+        }
+        backend_services::ensure(compute, &backend.backend_service, changes).await?;
+        for neg in &backend.negs {
+            network_endpoint_groups::sync_endpoints(compute, neg).await?;
+        }
+    }
+    Ok(())
+}
+
+/// What the frontend sync found out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FrontendStatus {
+    /// The load balancer IP (HTTP forwarding rule first, else HTTPS).
+    pub ip: Option<String>,
+    /// Name of the managed static address both rules use (`k8s2-fr-<lb>`), when one was
+    /// promoted (see [`addresses`]); for the `ingress.kubernetes.io/static-ip` annotation.
+    pub managed_address: Option<String>,
+}
+
+/// Syncs the frontend of one Ingress and removes the parts it no longer wants (an HTTP
+/// frontend after `allow-http: "false"`, an HTTPS one after TLS is removed, stale certificates).
+///
+/// `static_ip`: the address of the reserved global address, when the Ingress names one.
+pub async fn sync_frontend(
+    compute: &Compute,
+    namer: &FrontendNamer,
+    frontend: &DesiredFrontend,
+    static_ip: Option<&str>,
+    changes: &mut Changes,
+) -> Result<FrontendStatus, SyncError> {
+    if let Some(um) = &frontend.url_map {
+        url_maps::ensure(compute, um, changes).await?;
+    }
+    if let Some(rm) = &frontend.redirect_url_map {
+        url_maps::ensure(compute, rm, changes).await?;
+    }
+    for cert in &frontend.ssl_certificates {
+        ssl_certificates::ensure(compute, cert, changes).await?;
+    }
+    let mut status = FrontendStatus::default();
+    if let Some(tp) = &frontend.target_http_proxy {
+        target_http_proxies::ensure(compute, tp, changes).await?;
+    }
+    // Both rules on one IP: the user's reserved address, else the managed one promoted from
+    // the HTTP rule's ephemeral IP (an ephemeral IP cannot be shared between two rules).
+    let mut shared_ip = static_ip.map(str::to_string);
+    if let (None, Some(fr), Some(_)) = (
+        static_ip,
+        &frontend.http_forwarding_rule,
+        &frontend.https_forwarding_rule,
+    ) {
+        let name = namer.http_forwarding_rule();
+        shared_ip = match addresses::get_ip(compute, &name).await? {
+            Some(ip) => Some(ip),
+            None => {
+                let ephemeral = forwarding_rules::ensure(compute, fr, changes).await?;
+                addresses::ensure_managed(compute, &name, ephemeral.as_deref(), changes).await?
+            }
+        };
+        status.managed_address = shared_ip.is_some().then_some(name);
+    }
+    let with_ip = |fr: &model::ForwardingRule| {
+        let mut fr = fr.clone();
+        if let Some(ip) = &shared_ip {
+            fr.ip_address = Some(ip.clone());
+        }
+        fr
+    };
+    if let Some(fr) = &frontend.http_forwarding_rule {
+        status.ip = forwarding_rules::ensure(compute, &with_ip(fr), changes).await?;
+    }
+    if let Some(ts) = &frontend.target_https_proxy {
+        target_https_proxies::ensure(compute, ts, changes).await?;
+    }
+    if let Some(fs) = &frontend.https_forwarding_rule {
+        let ip = forwarding_rules::ensure(compute, &with_ip(fs), changes).await?;
+        status.ip = status.ip.or(ip);
+    }
+
+    // Parts no longer wanted, users first. Look before deleting: a DELETE of something absent
+    // is still a mutating call, and a no-op resync must send none.
+    let err = |kind| move |e| SyncError::compute(kind, "(get)", e);
+    if frontend.http_forwarding_rule.is_none() {
+        let name = namer.http_forwarding_rule();
+        if compute
+            .get_forwarding_rule(&name)
+            .await
+            .map_err(err(forwarding_rules::KIND))?
+            .is_some()
+        {
+            forwarding_rules::delete(compute, &name, changes).await?;
+        }
+    }
+    if frontend.target_http_proxy.is_none() {
+        let name = namer.target_http_proxy();
+        if compute
+            .get_target_http_proxy(&name)
+            .await
+            .map_err(err(target_http_proxies::KIND))?
+            .is_some()
+        {
+            target_http_proxies::delete(compute, &name, changes).await?;
+        }
+    }
+    if frontend.https_forwarding_rule.is_none() {
+        let name = namer.https_forwarding_rule();
+        if compute
+            .get_forwarding_rule(&name)
+            .await
+            .map_err(err(forwarding_rules::KIND))?
+            .is_some()
+        {
+            forwarding_rules::delete(compute, &name, changes).await?;
+        }
+    }
+    if frontend.target_https_proxy.is_none() {
+        let name = namer.target_https_proxy();
+        if compute
+            .get_target_https_proxy(&name)
+            .await
+            .map_err(err(target_https_proxies::KIND))?
+            .is_some()
+        {
+            target_https_proxies::delete(compute, &name, changes).await?;
+        }
+    }
+    if frontend.redirect_url_map.is_none() {
+        let name = namer.redirect_url_map();
+        if compute
+            .get_url_map(&name)
+            .await
+            .map_err(err(url_maps::KIND))?
+            .is_some()
+        {
+            url_maps::delete(compute, &name, changes).await?;
+        }
+    }
+    let keep: Vec<&str> = frontend
+        .ssl_certificates
+        .iter()
+        .filter_map(|c| c.name.as_deref())
+        .collect();
+    ssl_certificates::delete_stale(compute, &namer.ssl_certificate_prefix(), &keep, changes)
+        .await?;
+    Ok(status)
+}
+
+/// Deletes every frontend resource of one Ingress, users before what they use, the managed
+/// static address included.
+pub async fn delete_frontend(
+    compute: &Compute,
+    namer: &FrontendNamer,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    forwarding_rules::delete(compute, &namer.http_forwarding_rule(), changes).await?;
+    forwarding_rules::delete(compute, &namer.https_forwarding_rule(), changes).await?;
+    target_http_proxies::delete(compute, &namer.target_http_proxy(), changes).await?;
+    target_https_proxies::delete(compute, &namer.target_https_proxy(), changes).await?;
+    url_maps::delete(compute, &namer.url_map(), changes).await?;
+    url_maps::delete(compute, &namer.redirect_url_map(), changes).await?;
+    // The managed static IP, once no rule uses it (named like the HTTP rule; a user's
+    // `global-static-ip-name` address never is).
+    addresses::delete(compute, &namer.http_forwarding_rule(), changes).await?;
+    ssl_certificates::delete_stale(compute, &namer.ssl_certificate_prefix(), &[], changes).await
+}

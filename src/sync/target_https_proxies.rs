@@ -1,0 +1,112 @@
+//! Target HTTPS proxies (`compute.targetHttpsProxies`). An existing proxy is changed through
+//! `setUrlMap`, `setSslCertificates` and `setSslPolicy`, each sent only when that field differs.
+
+use google_cloud_compute_v1::model;
+
+use super::{record, Action, Changes, SyncError, MAX_CONFLICT_RETRIES};
+use crate::compute::reference::normalize;
+use crate::compute::{Compute, ErrorKind};
+
+/// Event kind (GKE: `TargetProxy "x" created`).
+pub const KIND: &str = "TargetProxy";
+
+/// Inserts the proxy or brings its URL map, certificates and SSL policy in line.
+///
+/// `ssl_policy`: `None` in the desired proxy leaves the policy untouched (FrontendConfig without
+/// `sslPolicy`); `Some("")` removes it.
+pub async fn ensure(
+    compute: &Compute,
+    desired: &model::TargetHttpsProxy,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    let project = compute.project();
+    let name = desired.name.as_deref().unwrap_or_default();
+    let err = |e| SyncError::compute(KIND, name, e);
+    let mut insert_body = desired.clone();
+    if insert_body.ssl_policy.as_deref() == Some("") {
+        insert_body.ssl_policy = None;
+    }
+    let mut observed = None;
+    for _ in 0..MAX_CONFLICT_RETRIES {
+        match compute.get_target_https_proxy(name).await.map_err(err)? {
+            Some(found) => {
+                observed = Some(found);
+                break;
+            }
+            None => match compute.insert_target_https_proxy(&insert_body).await {
+                Ok(()) => {
+                    record(changes, KIND, name, Action::Created);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(err(e)),
+            },
+        }
+    }
+    let Some(observed) = observed else {
+        return Err(SyncError::Conflict {
+            kind: KIND,
+            name: name.to_string(),
+            attempts: MAX_CONFLICT_RETRIES,
+        });
+    };
+    let norm = |v: Option<&str>| normalize(project, v.unwrap_or_default());
+    let mut changed = false;
+    if norm(desired.url_map.as_deref()) != norm(observed.url_map.as_deref()) {
+        let body =
+            model::UrlMapReference::new().set_url_map(desired.url_map.clone().unwrap_or_default());
+        compute
+            .set_target_https_proxy_url_map(name, &body)
+            .await
+            .map_err(err)?;
+        changed = true;
+    }
+    let want: Vec<String> = desired
+        .ssl_certificates
+        .iter()
+        .map(|c| normalize(project, c))
+        .collect();
+    let have: Vec<String> = observed
+        .ssl_certificates
+        .iter()
+        .map(|c| normalize(project, c))
+        .collect();
+    if want != have {
+        let body = model::TargetHttpsProxiesSetSslCertificatesRequest::new()
+            .set_ssl_certificates(desired.ssl_certificates.clone());
+        compute
+            .set_target_https_proxy_ssl_certificates(name, &body)
+            .await
+            .map_err(err)?;
+        changed = true;
+    }
+    if let Some(policy) = desired.ssl_policy.as_deref() {
+        if normalize(project, policy) != norm(observed.ssl_policy.as_deref()) {
+            let body = if policy.is_empty() {
+                model::SslPolicyReference::new()
+            } else {
+                model::SslPolicyReference::new().set_ssl_policy(policy)
+            };
+            compute
+                .set_target_https_proxy_ssl_policy(name, &body)
+                .await
+                .map_err(err)?;
+            changed = true;
+        }
+    }
+    if changed {
+        record(changes, KIND, name, Action::Updated);
+    }
+    Ok(())
+}
+
+/// Deletes the proxy; gone already is fine.
+pub async fn delete(compute: &Compute, name: &str, changes: &mut Changes) -> Result<(), SyncError> {
+    super::remove(
+        KIND,
+        name,
+        || compute.delete_target_https_proxy(name),
+        changes,
+    )
+    .await
+}

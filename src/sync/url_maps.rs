@@ -1,0 +1,44 @@
+//! URL maps (`compute.urlMaps`): the Ingress's routing table and the HTTPS redirect map.
+//! Updated with the fingerprint only when default service, host rules or path matchers differ.
+
+use google_cloud_compute_v1::model;
+
+use super::{Changes, Managed, SyncError};
+use crate::compute::Compute;
+
+/// Event kind (GKE: `UrlMap "x" created`).
+pub const KIND: &str = "UrlMap";
+
+impl Managed for model::UrlMap {
+    const KIND: &'static str = KIND;
+    const CLEARABLE: &'static [&'static str] = &["hostRules", "pathMatchers", "tests"];
+    fn resource_name(&self) -> &str {
+        self.name.as_deref().unwrap_or_default()
+    }
+    fn take_fingerprint(&mut self, observed: &Self) {
+        self.fingerprint = observed.fingerprint.clone();
+    }
+}
+
+/// Inserts the URL map or updates it (PUT with fingerprint) when it differs.
+pub async fn ensure(
+    compute: &Compute,
+    desired: &model::UrlMap,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    let name = desired.resource_name();
+    super::ensure(
+        compute.project(),
+        desired,
+        || compute.get_url_map(name),
+        |body| async move { compute.insert_url_map(&body).await },
+        |body| async move { compute.update_url_map(name, &body).await },
+        changes,
+    )
+    .await
+}
+
+/// Deletes the URL map; gone already is fine.
+pub async fn delete(compute: &Compute, name: &str, changes: &mut Changes) -> Result<(), SyncError> {
+    super::remove(KIND, name, || compute.delete_url_map(name), changes).await
+}

@@ -1,0 +1,432 @@
+//! Unit tests of backends, health checks, endpoints and the firewall rule, on the
+//! `testdata/features.yaml` snapshot edited one thing at a time.
+
+use super::test_support::{config, snapshot_from_yaml};
+use super::*;
+use crate::crd::BackendConfig;
+
+fn features() -> ClusterSnapshot {
+    snapshot_from_yaml(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/translate/testdata/features.yaml"
+        ))
+        .unwrap(),
+    )
+}
+
+fn translate(snapshot: &ClusterSnapshot, name: &str) -> Result<DesiredIngress, TranslateError> {
+    translate_ingress(
+        snapshot,
+        &snapshot.ingresses[&ObjectKey::new("default", name)],
+        &config(),
+    )
+}
+
+fn shop_backend(d: &DesiredIngress) -> &DesiredBackend {
+    d.backends
+        .values()
+        .find(|b| b.key.service == "shop")
+        .expect("shop backend")
+}
+
+fn http_check(b: &DesiredBackend) -> &google_cloud_compute_v1::model::HTTPHealthCheck {
+    b.health_check
+        .http_health_check
+        .as_ref()
+        .expect("HTTP health check")
+}
+
+#[test]
+fn removing_the_backend_config_returns_every_field_to_the_default() {
+    let mut snapshot = features();
+    let with = translate(&snapshot, "shop").unwrap();
+    let bs = &shop_backend(&with).backend_service;
+    assert_eq!(bs.timeout_sec, Some(5));
+    assert!(bs.security_policy.is_some());
+
+    let shop = snapshot
+        .services
+        .get_mut(&ObjectKey::new("default", "shop"))
+        .unwrap();
+    shop.metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .remove("cloud.google.com/backend-config");
+    let without = translate(&snapshot, "shop").unwrap();
+    let b = shop_backend(&without);
+    let bs = &b.backend_service;
+    assert_eq!(bs.timeout_sec, Some(30));
+    assert_eq!(
+        bs.connection_draining
+            .as_ref()
+            .unwrap()
+            .draining_timeout_sec,
+        Some(0)
+    );
+    assert_eq!(bs.session_affinity.as_ref().unwrap().name(), Some("NONE"));
+    assert_eq!(bs.affinity_cookie_ttl_sec, Some(0));
+    assert!(bs.custom_request_headers.is_empty() && bs.custom_response_headers.is_empty());
+    assert_eq!(bs.security_policy, None);
+    assert_eq!(bs.log_config.as_ref().unwrap().sample_rate, Some(1.0));
+    // The health check falls back to the readiness probe of the oldest Pod (shop-b).
+    assert_eq!(b.health_check.check_interval_sec, Some(7));
+    assert_eq!(b.health_check.timeout_sec, Some(3));
+    let http = http_check(b);
+    assert_eq!(http.request_path.as_deref(), Some("/healthz"));
+    assert_eq!(http.host.as_deref(), Some("shop.internal"));
+    assert_eq!(
+        http.port_specification.as_ref().unwrap().name(),
+        Some("USE_SERVING_PORT")
+    );
+    assert_eq!(http.port, None);
+    assert_eq!(
+        b.firewall_ports.iter().copied().collect::<Vec<_>>(),
+        [8080],
+        "9090 was only for the BackendConfig check"
+    );
+}
+
+#[test]
+fn security_policy_empty_name_means_no_policy() {
+    let mut snapshot = features();
+    let bc: &mut BackendConfig = snapshot
+        .backend_configs
+        .get_mut(&ObjectKey::new("default", "shop-bc"))
+        .unwrap();
+    bc.spec.security_policy.as_mut().unwrap().name = String::new();
+    assert_eq!(
+        shop_backend(&translate(&snapshot, "shop").unwrap())
+            .backend_service
+            .security_policy,
+        None
+    );
+}
+
+#[test]
+fn health_check_follows_the_current_probe() {
+    let mut snapshot = features();
+    let shop = snapshot
+        .services
+        .get_mut(&ObjectKey::new("default", "shop"))
+        .unwrap();
+    shop.metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .remove("cloud.google.com/backend-config");
+    let pod = snapshot
+        .pods
+        .get_mut(&ObjectKey::new("default", "shop-b"))
+        .unwrap();
+    let probe = pod.spec.as_mut().unwrap().containers[0]
+        .readiness_probe
+        .as_mut()
+        .unwrap();
+    probe.period_seconds = Some(20);
+    probe.timeout_seconds = None;
+    let b = translate(&snapshot, "shop").unwrap();
+    let hc = &shop_backend(&b).health_check;
+    assert_eq!(hc.check_interval_sec, Some(20));
+    assert_eq!(
+        hc.timeout_sec,
+        Some(15),
+        "an unset probe timeout uses the default"
+    );
+    // A probe on another port than the Service's targetPort is not used.
+    let pod = snapshot
+        .pods
+        .get_mut(&ObjectKey::new("default", "shop-b"))
+        .unwrap();
+    let http = pod.spec.as_mut().unwrap().containers[0]
+        .readiness_probe
+        .as_mut()
+        .unwrap()
+        .http_get
+        .as_mut()
+        .unwrap();
+    http.port = k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(9999);
+    let b = translate(&snapshot, "shop").unwrap();
+    // shop-a (next by creation time, then name) qualifies instead.
+    assert_eq!(
+        http_check(shop_backend(&b)).request_path.as_deref(),
+        Some("/other")
+    );
+}
+
+#[test]
+fn https_backends_use_only_https_probes() {
+    let mut snapshot = features();
+    let d = translate(&snapshot, "https-only").unwrap();
+    let api = d
+        .backends
+        .values()
+        .find(|b| b.key.service == "secure-api")
+        .unwrap();
+    assert_eq!(
+        api.backend_service.protocol.as_ref().unwrap().name(),
+        Some("HTTPS")
+    );
+    let https = api.health_check.https_health_check.as_ref().unwrap();
+    assert_eq!(https.request_path.as_deref(), Some("/healthz"));
+    let pod = snapshot
+        .pods
+        .get_mut(&ObjectKey::new("default", "secure-api-1"))
+        .unwrap();
+    pod.spec.as_mut().unwrap().containers[0]
+        .readiness_probe
+        .as_mut()
+        .unwrap()
+        .http_get
+        .as_mut()
+        .unwrap()
+        .scheme = Some("HTTP".into());
+    let d = translate(&snapshot, "https-only").unwrap();
+    let api = d
+        .backends
+        .values()
+        .find(|b| b.key.service == "secure-api")
+        .unwrap();
+    assert_eq!(
+        api.health_check
+            .https_health_check
+            .as_ref()
+            .unwrap()
+            .request_path
+            .as_deref(),
+        Some("/")
+    );
+}
+
+#[test]
+fn endpoints_include_gated_pods_and_exclude_terminating_ones() {
+    let snapshot = features();
+    let d = translate(&snapshot, "shop").unwrap();
+    let b = shop_backend(&d);
+    let ips: Vec<(&str, &str)> = b
+        .negs
+        .iter()
+        .flat_map(|n| {
+            n.endpoints
+                .iter()
+                .map(move |e| (n.zone.as_str(), e.ip_address.as_str()))
+        })
+        .collect();
+    // 10.1.0.2 waits only for the NEG readiness gate; 10.1.0.3's containers are not ready;
+    // 10.1.0.4 is terminating.
+    assert_eq!(
+        ips,
+        [("us-central1-a", "10.1.0.1"), ("us-central1-b", "10.1.0.2")]
+    );
+    assert!(b
+        .negs
+        .iter()
+        .all(|n| n.endpoints.iter().all(|e| e.port == 8080)));
+}
+
+#[test]
+fn unknown_app_protocol_and_missing_backend_config_are_errors() {
+    let mut snapshot = features();
+    let api = snapshot
+        .services
+        .get_mut(&ObjectKey::new("default", "secure-api"))
+        .unwrap();
+    api.metadata.annotations.as_mut().unwrap().insert(
+        "cloud.google.com/app-protocols".into(),
+        r#"{"https":"GRPC"}"#.into(),
+    );
+    let err = translate(&snapshot, "https-only").unwrap_err();
+    assert!(
+        matches!(&err, TranslateError::InvalidAnnotation { annotation, .. } if annotation == "cloud.google.com/app-protocols"),
+        "{err}"
+    );
+
+    let mut snapshot = features();
+    snapshot.backend_configs.clear();
+    let err = translate(&snapshot, "shop").unwrap_err();
+    assert!(
+        matches!(&err, TranslateError::BackendConfigNotFound { backend_config, .. } if backend_config == "default/shop-bc"),
+        "{err}"
+    );
+}
+
+#[test]
+fn iap_credentials_come_from_the_secret() {
+    let mut snapshot = features();
+    let bc = snapshot
+        .backend_configs
+        .get_mut(&ObjectKey::new("default", "shop-bc"))
+        .unwrap();
+    bc.spec.iap = Some(crate::crd::backend_config::IapConfig {
+        enabled: true,
+        oauthclient_credentials: Some(crate::crd::backend_config::OAuthClientCredentials {
+            secret_name: "oauth".into(),
+            ..Default::default()
+        }),
+    });
+    let err = translate(&snapshot, "shop").unwrap_err();
+    assert!(
+        matches!(&err, TranslateError::BackendConfigSecret { reason, .. } if reason == "does not exist"),
+        "{err}"
+    );
+    snapshot.insert(
+        serde_json::from_value::<k8s_openapi::api::core::v1::Secret>(serde_json::json!({
+            "metadata": {"name": "oauth", "namespace": "default"},
+            "stringData": {"client_id": "id-1", "client_secret": "s3cr3t"}
+        }))
+        .unwrap(),
+    );
+    let d = translate(&snapshot, "shop").unwrap();
+    let iap = shop_backend(&d).backend_service.iap.as_ref().unwrap();
+    assert_eq!(iap.oauth_2_client_id.as_deref(), Some("id-1"));
+    assert_eq!(iap.oauth_2_client_secret.as_deref(), Some("s3cr3t"));
+    assert!(
+        !d.to_json().to_string().contains("s3cr3t"),
+        "to_json must redact the secret"
+    );
+}
+
+#[test]
+fn certificates_are_ordered_and_rotation_renames_them() {
+    let mut snapshot = features();
+    let d = translate(&snapshot, "shop").unwrap();
+    let proxy = d.frontend.target_https_proxy.as_ref().unwrap();
+    let short: Vec<&str> = proxy
+        .ssl_certificates
+        .iter()
+        .map(|c| c.rsplit('/').next().unwrap())
+        .collect();
+    assert_eq!(
+        &short[..4],
+        [
+            "legacy-cert",
+            "other-cert",
+            "mcrt-1a1a1a1a",
+            "mcrt-2b2b2b2b"
+        ]
+    );
+    let before = d.frontend.ssl_certificates[0].name.clone().unwrap();
+    let secret = snapshot
+        .secrets
+        .get_mut(&ObjectKey::new("default", "shop-tls"))
+        .unwrap();
+    secret.data.as_mut().unwrap().insert(
+        "tls.crt".into(),
+        k8s_openapi::ByteString(
+            b"-----BEGIN CERTIFICATE-----\nROTATED\n-----END CERTIFICATE-----\n".to_vec(),
+        ),
+    );
+    let after = translate(&snapshot, "shop").unwrap();
+    let renamed = after.frontend.ssl_certificates[0].name.clone().unwrap();
+    assert_ne!(before, renamed);
+    assert!(
+        renamed.starts_with(&before[..before.len() - 16]),
+        "same Ingress prefix, new cert hash"
+    );
+}
+
+#[test]
+fn too_many_certificates_is_an_error() {
+    let mut snapshot = features();
+    let ing = snapshot
+        .ingresses
+        .get_mut(&ObjectKey::new("default", "shop"))
+        .unwrap();
+    let names: Vec<String> = (0..14).map(|i| format!("c{i}")).collect();
+    ing.metadata.annotations.as_mut().unwrap().insert(
+        "ingress.gcp.kubernetes.io/pre-shared-cert".into(),
+        names.join(","),
+    );
+    let err = translate(&snapshot, "shop").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TranslateError::TooManyCertificates {
+                count: 18,
+                max: 15,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn firewall_covers_every_ingress_and_disappears_with_the_last() {
+    let snapshot = features();
+    let a = translate(&snapshot, "shop").unwrap();
+    let b = translate(&snapshot, "https-only").unwrap();
+    let mut cfg = config();
+    cfg.firewall_target_tags = vec!["node-b".into(), "node-a".into()];
+    let fw = translate_firewall(&[&a, &b], &cfg).unwrap();
+    assert_eq!(fw.allowed[0].ports, ["8080", "8443", "9090"]);
+    assert_eq!(fw.target_tags, ["node-a", "node-b"]);
+    assert!(translate_firewall(&[], &cfg).is_none());
+    let create = firewall_hint(FirewallHintOp::Create, &fw, "shared-net", "host-project");
+    assert_eq!(
+        create,
+        "gcloud compute firewall-rules create k8s-fw-l7--b9cddxmo --network shared-net --description \"GCE L7 firewall rule\" \
+         --allow tcp:8080,tcp:8443,tcp:9090 --source-ranges 130.211.0.0/22,35.191.0.0/16 --target-tags node-a,node-b --project host-project"
+    );
+    let fw = translate_firewall(&[&b], &config()).unwrap();
+    let update = firewall_hint(FirewallHintOp::Update, &fw, "shared-net", "p");
+    assert_eq!(
+        update,
+        "gcloud compute firewall-rules update k8s-fw-l7--b9cddxmo --description \"GCE L7 firewall rule\" \
+         --allow tcp:8443 --source-ranges 130.211.0.0/22,35.191.0.0/16 --project p"
+    );
+}
+
+#[test]
+fn a_shared_backend_is_the_same_whichever_ingress_refers_to_it() {
+    let mut snapshot = features();
+    snapshot.insert(
+        serde_json::from_value::<k8s_openapi::api::networking::v1::Ingress>(serde_json::json!({
+            "metadata": {"name": "direct", "namespace": "kube-system"},
+            "spec": {"defaultBackend": {"service": {"name": "default-http-backend", "port": {"name": "http"}}}}
+        }))
+        .unwrap(),
+    );
+    let direct = translate_ingress(
+        &snapshot,
+        &snapshot.ingresses[&ObjectKey::new("kube-system", "direct")],
+        &config(),
+    )
+    .unwrap();
+    let via_default = translate(&snapshot, "shop").unwrap();
+    let name = namer::backend(
+        &config().cluster_uid,
+        "kube-system",
+        "default-http-backend",
+        80,
+    );
+    assert_eq!(direct.backends[&name], via_default.backends[&name]);
+}
+
+#[test]
+fn invalid_certificate_and_address_names_are_never_sent() {
+    for (annotation, value) in [
+        (
+            "ingress.gcp.kubernetes.io/pre-shared-cert",
+            "good-cert,Bad_Cert",
+        ),
+        ("kubernetes.io/ingress.global-static-ip-name", "my ip"),
+    ] {
+        let mut snapshot = features();
+        let ing = snapshot
+            .ingresses
+            .get_mut(&ObjectKey::new("default", "shop"))
+            .unwrap();
+        ing.metadata
+            .annotations
+            .as_mut()
+            .unwrap()
+            .insert(annotation.into(), value.into());
+        let err = translate(&snapshot, "shop").unwrap_err();
+        assert!(
+            matches!(&err, TranslateError::InvalidAnnotation { annotation: a, .. } if a == annotation),
+            "{err}"
+        );
+    }
+}

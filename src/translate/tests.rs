@@ -1,0 +1,456 @@
+//! Unit tests of translation: ownership, every error case, host merging, wildcards, health
+//! check derivation, endpoints, BackendConfig, TLS and determinism.
+
+use super::test_support::{config, snapshot_from_yaml};
+use super::*;
+
+/// Services `web` (80 -> 8080, named port `http`) and `api` (8081 -> 9000) in `default`, the
+/// system default backend, and one ready endpoint each.
+const BASE: &str = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: default-http-backend, namespace: kube-system}
+spec:
+  selector: {app: default-http-backend}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api}
+spec:
+  selector: {app: api}
+  ports: [{port: 8081, targetPort: 9000}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-1, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{name: http, port: 8080}]
+endpoints:
+- addresses: ["10.0.0.1"]
+  conditions: {ready: true}
+  zone: us-central1-b
+"#;
+
+fn ingress(spec: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: ing}}\nspec:\n{spec}"
+    )
+}
+
+fn translate_yaml(extra: &str) -> Result<DesiredIngress, TranslateError> {
+    let snapshot = snapshot_from_yaml(&format!("{BASE}\n---\n{extra}"));
+    let ing = snapshot
+        .ingresses
+        .get(&ObjectKey::new("default", "ing"))
+        .expect("test Ingress `ing`");
+    translate_ingress(&snapshot, ing, &config())
+}
+
+fn path_rules(d: &DesiredIngress) -> Vec<(String, Vec<(String, String)>)> {
+    let um = d.frontend.url_map.as_ref().unwrap();
+    um.host_rules
+        .iter()
+        .map(|hr| {
+            let pm = um
+                .path_matchers
+                .iter()
+                .find(|pm| pm.name == hr.path_matcher)
+                .expect("every host rule has its path matcher");
+            let rules = pm
+                .path_rules
+                .iter()
+                .map(|r| {
+                    let service = r.service.clone().unwrap();
+                    let short = service.rsplit('/').next().unwrap().to_owned();
+                    (r.paths.join(","), short)
+                })
+                .collect();
+            (hr.hosts.join(","), rules)
+        })
+        .collect()
+}
+
+fn backend_name(service: &str, port: i32) -> String {
+    namer::backend(&config().cluster_uid, "default", service, port)
+}
+
+// ---- ownership ----
+
+fn owns(objects: &str) -> bool {
+    let snapshot = snapshot_from_yaml(objects);
+    let ing = snapshot.ingresses.values().next().unwrap();
+    owns_ingress(&snapshot, ing, &config())
+}
+
+const GCE_CLASS: &str = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: gce}\nspec: {controller: k8s.io/ingress-gce}\n";
+const NGINX_DEFAULT: &str = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx, annotations: {ingressclass.kubernetes.io/is-default-class: \"true\"}}\nspec: {controller: k8s.io/ingress-nginx}\n";
+
+#[test]
+fn ownership_follows_annotation_class_name_and_default_class() {
+    let with = |meta: &str, spec: &str| {
+        format!("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: i{meta}}}\nspec: {{{spec}}}\n")
+    };
+    // Annotation.
+    assert!(owns(&with(
+        ", annotations: {kubernetes.io/ingress.class: gce}",
+        ""
+    )));
+    assert!(!owns(&with(
+        ", annotations: {kubernetes.io/ingress.class: nginx}",
+        ""
+    )));
+    // The annotation wins over ingressClassName.
+    assert!(!owns(&format!(
+        "{GCE_CLASS}---\n{}",
+        with(
+            ", annotations: {kubernetes.io/ingress.class: nginx}",
+            "ingressClassName: gce"
+        )
+    )));
+    // ingressClassName naming an IngressClass with our controller, or our class name when the
+    // IngressClass object is missing.
+    assert!(owns(&format!(
+        "{GCE_CLASS}---\n{}",
+        with("", "ingressClassName: gce")
+    )));
+    assert!(owns(&with("", "ingressClassName: gce")));
+    assert!(!owns(&with("", "ingressClassName: nginx")));
+    let nginx_named_gce = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: gce}\nspec: {controller: k8s.io/ingress-nginx}\n";
+    assert!(!owns(&format!(
+        "{nginx_named_gce}---\n{}",
+        with("", "ingressClassName: gce")
+    )));
+    // Neither: ours when no default class exists or the default is ours.
+    assert!(owns(&with("", "")));
+    assert!(!owns(&format!("{NGINX_DEFAULT}---\n{}", with("", ""))));
+    let gce_default = GCE_CLASS.replace(
+        "{name: gce}",
+        "{name: gce, annotations: {ingressclass.kubernetes.io/is-default-class: \"true\"}}",
+    );
+    assert!(owns(&format!("{gce_default}---\n{}", with("", ""))));
+}
+
+// ---- errors: each names the Ingress and the field ----
+
+#[test]
+fn bad_wildcard_path_is_an_error_naming_the_rule() {
+    let err = translate_yaml(&ingress(
+        "  rules:\n  - http:\n      paths:\n      - {path: /ok, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n      - {path: /foo/*/bar, pathType: ImplementationSpecific, backend: {service: {name: web, port: {number: 80}}}}\n",
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(&err, TranslateError::InvalidPath { field, path, .. }
+        if field == "spec.rules[0].http.paths[1].path" && path == "/foo/*/bar"),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("default/ing") && text.contains("spec.rules[0].http.paths[1].path"),
+        "{text}"
+    );
+}
+
+#[test]
+fn missing_service_is_an_error_naming_the_field() {
+    let err = translate_yaml(&ingress(
+        "  rules:\n  - http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: nope, port: {number: 80}}}}\n",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        err,
+        TranslateError::ServiceNotFound {
+            ingress: "default/ing".into(),
+            field: "spec.rules[0].http.paths[0].backend.service.name".into(),
+            service: "default/nope".into(),
+        }
+    );
+}
+
+#[test]
+fn missing_port_is_an_error_naming_the_field_and_the_ports() {
+    let err = translate_yaml(&ingress(
+        "  rules:\n  - http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n      - {path: /a, pathType: Prefix, backend: {service: {name: web, port: {number: 81}}}}\n",
+    ))
+    .unwrap_err();
+    let TranslateError::ServicePortNotFound {
+        field, available, ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        field,
+        "spec.rules[0].http.paths[1].backend.service.port.number"
+    );
+    assert_eq!(available, "80 (http)");
+    let by_name = translate_yaml(&ingress(
+        "  defaultBackend: {service: {name: web, port: {name: grpc}}}\n",
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(&by_name, TranslateError::ServicePortNotFound { field, .. } if field == "spec.defaultBackend.service.port.name"),
+        "{by_name:?}"
+    );
+}
+
+#[test]
+fn unknown_path_type_and_resource_backends_are_errors() {
+    let err = translate_yaml(&ingress(
+        "  rules:\n  - http:\n      paths:\n      - {path: /, pathType: Regex, backend: {service: {name: web, port: {number: 80}}}}\n",
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(&err, TranslateError::UnknownPathType { field, path_type, .. }
+        if field == "spec.rules[0].http.paths[0].pathType" && path_type == "Regex"),
+        "{err:?}"
+    );
+    let err = translate_yaml(&ingress(
+        "  defaultBackend: {resource: {apiGroup: k8s.example.com, kind: StorageBucket, name: static}}\n",
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(&err, TranslateError::UnsupportedBackend { field, .. } if field == "spec.defaultBackend"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn external_name_services_are_refused() {
+    let svc = "apiVersion: v1\nkind: Service\nmetadata: {name: ext}\nspec: {type: ExternalName, externalName: example.com, ports: [{port: 80}]}\n---\n";
+    let err = translate_yaml(&format!(
+        "{svc}{}",
+        ingress("  defaultBackend: {service: {name: ext, port: {number: 80}}}\n")
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(&err, TranslateError::BadServiceType { service_type, .. } if service_type == "ExternalName"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn missing_default_backend_is_an_error() {
+    let snapshot = snapshot_from_yaml(&format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: web}}\nspec: {{ports: [{{port: 80}}]}}\n---\n{}",
+        ingress("  rules:\n  - http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n")
+    ));
+    let ing = snapshot.ingresses.values().next().unwrap();
+    let err = translate_ingress(&snapshot, ing, &config()).unwrap_err();
+    assert!(
+        matches!(&err, TranslateError::NoDefaultBackend { default_backend, .. } if default_backend == "kube-system/default-http-backend:http"),
+        "{err:?}"
+    );
+}
+
+// ---- URL map ----
+
+#[test]
+fn rules_for_one_host_are_merged_and_collisions_warn() {
+    let d = translate_yaml(&ingress(
+        r#"  rules:
+  - host: shop.example
+    http:
+      paths:
+      - {path: /a, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+      - {path: /same, pathType: Exact, backend: {service: {name: web, port: {number: 80}}}}
+  - host: shop.example
+    http:
+      paths:
+      - {path: /b, pathType: Exact, backend: {service: {name: api, port: {number: 8081}}}}
+      - {path: /same, pathType: Exact, backend: {service: {name: api, port: {number: 8081}}}}
+      - {path: /a, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+"#,
+    ))
+    .unwrap();
+    let web = backend_name("web", 80);
+    let api = backend_name("api", 8081);
+    assert_eq!(
+        path_rules(&d),
+        vec![(
+            "shop.example".to_owned(),
+            vec![
+                ("/a".to_owned(), web.clone()),
+                ("/a/*".to_owned(), web.clone()),
+                ("/same".to_owned(), api.clone()),
+                ("/b".to_owned(), api.clone()),
+            ]
+        )]
+    );
+    assert_eq!(d.findings.len(), 1, "{:?}", d.findings);
+    let finding = &d.findings[0];
+    assert!(finding.warning);
+    assert!(
+        finding.message.contains("spec.rules[0].http.paths[1]")
+            && finding.message.contains("spec.rules[1].http.paths[1]"),
+        "{}",
+        finding.message
+    );
+}
+
+#[test]
+fn wildcard_and_empty_hosts_pass_through() {
+    let d = translate_yaml(&ingress(
+        r#"  rules:
+  - host: "*.foo.com"
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+  - http:
+      paths:
+      - {pathType: ImplementationSpecific, backend: {service: {name: api, port: {number: 8081}}}}
+"#,
+    ))
+    .unwrap();
+    let hosts: Vec<String> = path_rules(&d).into_iter().map(|(h, _)| h).collect();
+    assert_eq!(hosts, ["*", "*.foo.com"]);
+    assert_eq!(
+        path_rules(&d)[0].1,
+        vec![("/*".to_owned(), backend_name("api", 8081))]
+    );
+}
+
+#[test]
+fn default_backend_is_spec_default_backend_else_the_system_one() {
+    let d = translate_yaml(&ingress(
+        "  defaultBackend: {service: {name: web, port: {name: http}}}\n",
+    ))
+    .unwrap();
+    let um = d.frontend.url_map.as_ref().unwrap();
+    assert!(um
+        .default_service
+        .as_ref()
+        .unwrap()
+        .ends_with(&backend_name("web", 80)));
+    assert_eq!(d.backends.len(), 1, "only the default backend is used");
+    let d = translate_yaml(&ingress("  rules: []\n")).unwrap();
+    let system = namer::backend(
+        &config().cluster_uid,
+        "kube-system",
+        "default-http-backend",
+        80,
+    );
+    assert!(d
+        .frontend
+        .url_map
+        .as_ref()
+        .unwrap()
+        .default_service
+        .as_ref()
+        .unwrap()
+        .ends_with(&system));
+    let hc = &d.backends[&system].health_check;
+    assert_eq!(
+        hc.http_health_check
+            .as_ref()
+            .unwrap()
+            .request_path
+            .as_deref(),
+        Some("/healthz")
+    );
+}
+
+// ---- determinism ----
+
+#[test]
+fn translation_is_deterministic_regardless_of_input_order() {
+    let yaml = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/translate/testdata/features.yaml"
+    ))
+    .unwrap();
+    let first = golden_tests::translate_all(&snapshot_from_yaml(&yaml), &config());
+    let again = golden_tests::translate_all(&snapshot_from_yaml(&yaml), &config());
+    assert_eq!(first, again);
+    // Reverse the document order: the snapshot maps are ordered, so the output must not move.
+    let mut docs: Vec<&str> = yaml.split("\n---\n").collect();
+    docs.reverse();
+    let reversed =
+        golden_tests::translate_all(&snapshot_from_yaml(&docs.join("\n---\n")), &config());
+    assert_eq!(
+        serde_json::to_string(&first).unwrap(),
+        serde_json::to_string(&reversed).unwrap()
+    );
+}
+
+#[test]
+fn in_namespace_returns_only_that_namespace() {
+    let snapshot = snapshot_from_yaml(BASE);
+    let names: Vec<String> = snapshot::in_namespace(&snapshot.services, "default")
+        .map(|(k, _)| k.name.clone())
+        .collect();
+    assert_eq!(names, ["api", "web"]);
+    assert_eq!(
+        snapshot::in_namespace(&snapshot.services, "kube-system").count(),
+        1
+    );
+    assert_eq!(
+        snapshot::in_namespace(&snapshot.services, "defaul").count(),
+        0
+    );
+}
+
+/// Scale figures, not a pass/fail timing: `cargo test -p gclb-operator --lib
+/// translate::tests::scale_figures -- --ignored --nocapture`. 200 namespaces, each with 5
+/// Services of 20 ready Pods and one Ingress routing to all of them.
+#[test]
+#[ignore = "prints scale figures; run on demand"]
+fn scale_figures() {
+    let mut yaml = String::from(
+        "apiVersion: v1\nkind: Service\nmetadata: {name: default-http-backend, namespace: kube-system}\nspec: {ports: [{name: http, port: 80}]}\n",
+    );
+    for ns in 0..200 {
+        let mut paths = String::new();
+        for svc in 0..5 {
+            yaml.push_str(&format!(
+                "---\napiVersion: v1\nkind: Service\nmetadata: {{name: s{svc}, namespace: n{ns}}}\nspec: {{selector: {{app: s{svc}}}, ports: [{{port: 80, targetPort: 8080}}]}}\n"
+            ));
+            let endpoints: String = (0..20)
+                .map(|p| format!("- {{addresses: [\"10.{ns}.{svc}.{p}\"], conditions: {{ready: true}}, zone: us-central1-a}}\n"))
+                .collect();
+            yaml.push_str(&format!(
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: s{svc}-x, namespace: n{ns}, labels: {{kubernetes.io/service-name: s{svc}}}}}\naddressType: IPv4\nports: [{{port: 8080}}]\nendpoints:\n{endpoints}"
+            ));
+            for p in 0..20 {
+                yaml.push_str(&format!(
+                    "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: s{svc}-{p}, namespace: n{ns}, labels: {{app: s{svc}}}}}\nspec: {{containers: [{{name: c, ports: [{{containerPort: 8080}}], readinessProbe: {{httpGet: {{path: /ready, port: 8080}}}}}}]}}\n"
+                ));
+            }
+            paths.push_str(&format!(
+                "      - {{path: /s{svc}, pathType: Prefix, backend: {{service: {{name: s{svc}, port: {{number: 80}}}}}}}}\n"
+            ));
+        }
+        yaml.push_str(&format!(
+            "---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: ing, namespace: n{ns}}}\nspec:\n  rules:\n  - host: n{ns}.example\n    http:\n      paths:\n{paths}"
+        ));
+    }
+    let snapshot = snapshot_from_yaml(&yaml);
+    let cfg = config();
+    let start = std::time::Instant::now();
+    let desired: Vec<DesiredIngress> = snapshot
+        .ingresses
+        .values()
+        .map(|i| translate_ingress(&snapshot, i, &cfg).unwrap())
+        .collect();
+    let elapsed = start.elapsed();
+    let endpoints: usize = desired
+        .iter()
+        .flat_map(|d| d.backends.values())
+        .flat_map(|b| b.negs.iter())
+        .map(|n| n.endpoints.len())
+        .sum();
+    assert_eq!(endpoints, 200 * 5 * 20);
+    println!(
+        "translated {} Ingresses ({} Pods, {endpoints} endpoints) in {elapsed:?} ({:?} per Ingress)",
+        desired.len(),
+        snapshot.pods.len(),
+        elapsed / u32::try_from(desired.len()).unwrap()
+    );
+}

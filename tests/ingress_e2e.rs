@@ -1,0 +1,283 @@
+//! End to end: kubectl applies the GKE documentation's my-ingress fanout to the local Kubernetes
+//! API; the operator builds the load balancer in the Compute emulator; real HTTP requests through
+//! the emulated load balancer reach the right Pods (issue 5's acceptance list).
+
+mod support;
+
+use anyhow::{anyhow, Result};
+use support::*;
+
+fn examples() -> std::path::PathBuf {
+    repo_root().join("docs/examples")
+}
+
+/// Starts everything and waits until my-ingress serves; returns the system and the socket.
+fn system_with_my_ingress() -> Result<(System, String)> {
+    let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
+    sys.apply_path(&examples())?;
+    sys.start_operator(&[])?;
+    let socket = sys.wait_for_ingress_socket("default", "my-ingress")?;
+    Ok((sys, socket))
+}
+
+#[test]
+fn my_ingress_routes_requests_to_the_right_pods() -> Result<()> {
+    let (sys, socket) = system_with_my_ingress()?;
+    let host = "your-store.example";
+
+    let products = sys.wait_for_response(&socket, host, "/products", 200, "\"pod\"")?;
+    assert!(
+        products.contains("products-"),
+        "/products answered by {products}"
+    );
+    assert!(
+        !products.contains("discounted-products-"),
+        "/products answered by {products}"
+    );
+
+    let discounted = sys.wait_for_response(&socket, host, "/discounted", 200, "\"pod\"")?;
+    assert!(
+        discounted.contains("discounted-products-"),
+        "/discounted answered by {discounted}"
+    );
+
+    // Unmatched path and unknown host: the default backend's 404, like GKE's.
+    let (status, body) = sys.http_get(&socket, host, "/nothing-here")?;
+    assert_eq!(status, 404, "unmatched path: {body}");
+    assert!(
+        body.contains("default backend - 404"),
+        "unmatched path: {body}"
+    );
+    let (status, _) = sys.http_get(&socket, "unknown.example", "/products")?;
+    assert_eq!(status, 404);
+
+    // Both Pods of a Service serve traffic (NEG endpoints are the Pod IPs).
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..40 {
+        let (_, body) = sys.http_get(&socket, host, "/products")?;
+        if let Some(pod) = serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v["pod"].as_str().map(str::to_string))
+        {
+            seen.insert(pod);
+        }
+    }
+    assert_eq!(
+        seen.len(),
+        2,
+        "expected both products Pods to answer, saw {seen:?}"
+    );
+
+    // The finalizer is on the Ingress and the status annotations name the resources.
+    let ing = sys.get_json(&["ingress", "my-ingress"])?;
+    let finalizers = ing["metadata"]["finalizers"].to_string();
+    assert!(
+        finalizers.contains("networking.gke.io/ingress-finalizer-V2"),
+        "finalizers: {finalizers}"
+    );
+    let url_map = ing["metadata"]["annotations"]["ingress.kubernetes.io/url-map"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        url_map.starts_with("k8s2-um-"),
+        "url-map annotation: {url_map:?}"
+    );
+    assert!(sys.compute_names("urlMaps")?.contains(&url_map.to_string()));
+    Ok(())
+}
+
+#[test]
+fn edits_to_the_ingress_and_services_change_routing_and_deletion_cleans_up() -> Result<()> {
+    let (sys, socket) = system_with_my_ingress()?;
+    sys.wait_for_response(&socket, "your-store.example", "/products", 200, "products-")?;
+
+    // Add a path and a host.
+    sys.apply(
+        r#"
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: my-ingress
+spec:
+  rules:
+  - host: your-store.example
+    http:
+      paths:
+      - path: /products
+        pathType: ImplementationSpecific
+        backend: {service: {name: my-products, port: {number: 60000}}}
+      - path: /discounted
+        pathType: ImplementationSpecific
+        backend: {service: {name: my-discounted-products, port: {number: 80}}}
+      - path: /sale
+        pathType: Prefix
+        backend: {service: {name: my-discounted-products, port: {number: 80}}}
+  - host: your-experimental-store.example
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend: {service: {name: my-products, port: {number: 60000}}}
+"#,
+    )?;
+    let sale = sys.wait_for_response(
+        &socket,
+        "your-store.example",
+        "/sale/today",
+        200,
+        "discounted-products-",
+    )?;
+    assert!(
+        sale.contains("/sale/today"),
+        "the Pod saw the original path: {sale}"
+    );
+    sys.wait_for_response(
+        &socket,
+        "your-experimental-store.example",
+        "/anything",
+        200,
+        "\"products-",
+    )?;
+
+    // Change the Service's targetPort: the products Pods also listen on 50001, and traffic moves
+    // there (the echo answer names the port it was received on).
+    sys.apply(
+        r#"
+apiVersion: v1
+kind: Service
+metadata:
+  name: my-products
+spec:
+  type: NodePort
+  selector: {app: products, department: sales}
+  ports:
+  - {protocol: TCP, port: 60000, targetPort: 50001}
+"#,
+    )?;
+    wait_for("/products to reach port 50001", DEADLINE, || {
+        let (status, body) = sys.http_get(&socket, "your-store.example", "/products")?;
+        let port = serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v["port"].as_u64());
+        Ok((status == 200 && port == Some(50001)).then_some(()))
+    })
+    .map_err(|e| anyhow!("{e:#}\n{}", sys.logs()))?;
+
+    // Deleting the Ingress removes every cloud resource it created, the firewall rule included
+    // (no Ingress is left), and the object itself goes once the finalizer is removed.
+    sys.kubectl_ok(&["delete", "ingress", "my-ingress", "--wait=false"])?;
+    wait_for(
+        "every load balancer resource to be deleted",
+        DEADLINE,
+        || {
+            let mut left = Vec::new();
+            for c in [
+                "forwardingRules",
+                "targetHttpProxies",
+                "targetHttpsProxies",
+                "urlMaps",
+                "backendServices",
+                "healthChecks",
+                "firewalls",
+                "sslCertificates",
+            ] {
+                left.extend(
+                    sys.compute_names(c)?
+                        .into_iter()
+                        .map(|n| format!("{c}/{n}")),
+                );
+            }
+            left.extend(
+                sys.neg_names()?
+                    .into_iter()
+                    .map(|n| format!("networkEndpointGroups/{n}")),
+            );
+            if left.is_empty() {
+                Ok(Some(()))
+            } else {
+                Err(anyhow!("still present: {left:?}"))
+            }
+        },
+    )
+    .map_err(|e| anyhow!("{e:#}\n{}", sys.logs()))?;
+    wait_for("the Ingress object to go", DEADLINE, || {
+        let out = sys.kubectl(&["get", "ingress", "my-ingress", "-o", "name"])?;
+        Ok((!out.status.success()).then_some(()))
+    })?;
+    Ok(())
+}
+
+#[test]
+fn a_broken_ingress_gets_warning_events_and_does_not_stop_a_valid_one() -> Result<()> {
+    let (sys, socket) = system_with_my_ingress()?;
+    sys.apply(
+        r#"
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: bad-wildcard
+spec:
+  rules:
+  - host: bad.example
+    http:
+      paths:
+      - path: /foo/*/bar
+        pathType: ImplementationSpecific
+        backend: {service: {name: my-products, port: {number: 60000}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: missing-service
+spec:
+  rules:
+  - http:
+      paths:
+      - path: /x
+        pathType: Prefix
+        backend: {service: {name: no-such-service, port: {number: 80}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: missing-port
+spec:
+  rules:
+  - http:
+      paths:
+      - path: /y
+        pathType: Prefix
+        backend: {service: {name: my-products, port: {number: 12345}}}
+"#,
+    )?;
+    for (name, needle) in [
+        ("bad-wildcard", "/foo/*/bar"),
+        ("missing-service", "no-such-service"),
+        ("missing-port", "12345"),
+    ] {
+        let events = wait_for(&format!("a Warning event on {name}"), DEADLINE, || {
+            let ev = sys.events_for("default", "Ingress", name)?;
+            Ok(ev
+                .iter()
+                .any(|e| e.starts_with("Warning") && e.contains(needle))
+                .then_some(ev))
+        })
+        .map_err(|e| anyhow!("{e:#}\n{}", sys.logs()))?;
+        let warning = events.iter().find(|e| e.starts_with("Warning")).unwrap();
+        assert!(
+            warning.contains("spec."),
+            "the Warning names the field: {warning}"
+        );
+        // Nothing was built for it: no IP.
+        let ing = sys.get_json(&["ingress", name])?;
+        assert!(
+            ing["status"]["loadBalancer"]["ingress"]
+                .as_array()
+                .is_none_or(|a| a.is_empty()),
+            "{name} got an IP"
+        );
+    }
+    // The valid Ingress keeps serving.
+    sys.wait_for_response(&socket, "your-store.example", "/products", 200, "products-")?;
+    Ok(())
+}

@@ -1,0 +1,861 @@
+//! End to end: zero-downtime rollouts behind the readiness gate
+//! `cloud.google.com/load-balancer-neg-ready` (issue 7's "Done when"; reference 000 "Pod
+//! readiness"; docs/readiness-gates.md).
+//!
+//! Every test starts the real binaries (local Kubernetes API with its kubelet, Compute emulator
+//! with its data plane and health checker, operator), serves one Service `web` through one
+//! Ingress, and drives real HTTP traffic through the load balancer's loopback socket.
+//!
+//! The load balancer's health check (BackendConfig) is deliberately slower than the Pods'
+//! readiness probe: probe every 1 s, health check every [`HC_INTERVAL_SEC`] s with a healthy
+//! threshold of 2, so a new endpoint is HEALTHY about `HC_INTERVAL_SEC` s after it is attached,
+//! while its readiness probe passes within about a second. That gap is the window in which a
+//! rollout that trusts the probe alone outruns the load balancer (ingress-gce #583, #769, #1718).
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Value};
+use support::*;
+
+const NS: &str = "default";
+/// Host header of the load generator's requests (the Ingress has only a default backend).
+const HOST: &str = "web.example";
+/// The condition type of the readiness gate.
+const GATE: &str = "cloud.google.com/load-balancer-neg-ready";
+/// Load balancer health check interval (seconds); see the module docs.
+const HC_INTERVAL_SEC: u64 = 6;
+/// Client connections of the load generator.
+const CONNECTIONS: usize = 4;
+/// The issue's lower bound on requests sent during a rollout.
+const MIN_REQUESTS: u64 = 2_000;
+/// Pods behind the Service (replaced one at a time).
+const REPLICAS: usize = 2;
+
+/// IngressClass, Service (bound to a BackendConfig), BackendConfig and Ingress.
+fn service_and_ingress() -> String {
+    format!(
+        r#"
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: gce
+spec:
+  controller: k8s.io/ingress-gce
+---
+apiVersion: cloud.google.com/v1
+kind: BackendConfig
+metadata:
+  name: web
+spec:
+  healthCheck:
+    type: HTTP
+    requestPath: /healthz
+    checkIntervalSec: {HC_INTERVAL_SEC}
+    timeoutSec: 1
+    healthyThreshold: 2
+    unhealthyThreshold: 2
+  connectionDraining:
+    drainingTimeoutSec: 1
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  annotations:
+    cloud.google.com/backend-config: '{{"default": "web"}}'
+spec:
+  selector:
+    app: web
+  ports:
+  - name: http
+    port: 80
+    targetPort: 8080
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: web
+spec:
+  ingressClassName: gce
+  defaultBackend:
+    service:
+      name: web
+      port:
+        number: 80
+"#
+    )
+}
+
+/// A Pod of Service `web` as docs/readiness-gates.md recommends: the gate, a readiness probe
+/// (on `/ready`, a different path from the load balancer's `/healthz`), a preStop sleep longer
+/// than the endpoint detach plus `drainingTimeoutSec`, and a grace period longer than the
+/// preStop sleep. `on-sigterm: exit` makes the local kubelet stop the server right after the
+/// preStop sleep, so only the preStop sleep keeps it serving while the load balancer drains.
+/// `fail_paths` (local kubelet control) makes the server answer those paths with 500.
+fn pod(name: &str, fail_paths: Option<&str>) -> String {
+    let fail = fail_paths
+        .map(|p| format!("\n    local.gclb-operator.dev/fail-paths: \"{p}\""))
+        .unwrap_or_default();
+    format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  labels:
+    app: web
+  annotations:
+    local.gclb-operator.dev/run: echo
+    local.gclb-operator.dev/on-sigterm: exit{fail}
+spec:
+  terminationGracePeriodSeconds: 10
+  readinessGates:
+  - conditionType: {GATE}
+  containers:
+  - name: web
+    image: registry.k8s.io/e2e-test-images/agnhost:2.39
+    args: ["netexec", "--http-port=8080"]
+    ports:
+    - name: http
+      containerPort: 8080
+    readinessProbe:
+      httpGet:
+        path: /ready
+        port: 8080
+      periodSeconds: 1
+    lifecycle:
+      preStop:
+        sleep:
+          seconds: 2
+"#
+    )
+}
+
+/// A running system serving Service `web` through Ingress `web`, with `REPLICAS` Pods `old-*`
+/// Ready and HEALTHY behind the load balancer.
+struct Rig {
+    sys: System,
+    /// The load balancer's socket (port 80 mapped to an ephemeral loopback port).
+    socket: String,
+    /// Name of the Service's NEG.
+    neg: String,
+    clock: PodClock,
+}
+
+impl Rig {
+    fn start(operator_flags: &[&str]) -> Result<Rig> {
+        let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
+        sys.apply_path(&repo_root().join("crds/backendconfigs.cloud.google.com.yaml"))?;
+        sys.kubectl_ok(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/backendconfigs.cloud.google.com",
+            "--timeout=60s",
+        ])?;
+        sys.apply(&service_and_ingress())?;
+        let clock = PodClock::start(&sys.kubeconfig)?;
+        for i in 0..REPLICAS {
+            sys.apply(&pod(&format!("old-{i}"), None))?;
+        }
+        sys.start_operator(operator_flags)?;
+        let socket = sys.wait_for_ingress_socket(NS, "web")?;
+        let neg = wait_for("the NEG of Service web", DEADLINE, || {
+            Ok(sys
+                .neg_names()?
+                .into_iter()
+                .find(|n| n.contains("-default-web-80-")))
+        })
+        .with_context(|| sys.logs())?;
+        let rig = Rig {
+            sys,
+            socket,
+            neg,
+            clock,
+        };
+        let olds = rig.pod_names("old", REPLICAS);
+        rig.wait_ready(&olds)?;
+        let ips: Vec<String> = olds
+            .iter()
+            .map(|p| rig.clock.ip(p))
+            .collect::<Result<_>>()?;
+        wait_for("every old Pod HEALTHY in the NEG", DEADLINE, || {
+            let eps = neg_endpoints(&rig.sys, &rig.neg)?;
+            Ok(ips
+                .iter()
+                .all(|ip| eps.get(ip).is_some_and(|h| h == "HEALTHY"))
+                .then_some(()))
+        })
+        .with_context(|| rig.sys.logs())?;
+        rig.sys
+            .wait_for_response(&rig.socket, HOST, "/", 200, "\"pod\"")?;
+        Ok(rig)
+    }
+
+    fn pod_names(&self, prefix: &str, n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("{prefix}-{i}")).collect()
+    }
+
+    fn wait_ready(&self, pods: &[String]) -> Result<()> {
+        let mut args = vec!["wait", "--for=condition=Ready", "--timeout=90s"];
+        let refs: Vec<String> = pods.iter().map(|p| format!("pod/{p}")).collect();
+        args.extend(refs.iter().map(String::as_str));
+        self.sys
+            .kubectl_ok(&args)
+            .map(drop)
+            .with_context(|| self.sys.logs())
+    }
+
+    /// Replaces every `old-*` Pod with a `new-*` Pod the way a Deployment with `maxSurge: 1,
+    /// maxUnavailable: 0` does: create a new Pod, wait for it to be Ready, delete an old one
+    /// (with its grace period); finally wait until the old Pods are gone. Returns the new Pods.
+    fn rolling_update(&self) -> Result<Vec<String>> {
+        let olds = self.pod_names("old", REPLICAS);
+        let news = self.pod_names("new", REPLICAS);
+        for (old, new) in olds.iter().zip(&news) {
+            self.sys.apply(&pod(new, None))?;
+            self.wait_ready(std::slice::from_ref(new))?;
+            self.sys
+                .kubectl_ok(&["delete", "pod", old, "--wait=false"])?;
+        }
+        let mut args = vec!["wait", "--for=delete", "--timeout=90s"];
+        let refs: Vec<String> = olds.iter().map(|p| format!("pod/{p}")).collect();
+        args.extend(refs.iter().map(String::as_str));
+        self.sys
+            .kubectl_ok(&args)
+            .with_context(|| self.sys.logs())?;
+        Ok(news)
+    }
+}
+
+/// Endpoints of one NEG as `ip -> health` (`HEALTHY`, `UNHEALTHY`, or `""` without a health
+/// entry), from `listNetworkEndpoints` with `healthStatus: SHOW`.
+fn neg_endpoints(sys: &System, neg: &str) -> Result<HashMap<String, String>> {
+    let list = sys.compute_post(
+        &format!(
+            "compute/v1/projects/{PROJECT}/zones/{ZONE}/networkEndpointGroups/{neg}/listNetworkEndpoints"
+        ),
+        &json!({"healthStatus": "SHOW"}),
+    )?;
+    Ok(endpoint_health(&list))
+}
+
+fn endpoint_health(list: &Value) -> HashMap<String, String> {
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|item| {
+            let ip = item["networkEndpoint"]["ipAddress"].as_str()?.to_string();
+            let health = item["healths"][0]["healthState"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            Some((ip, health))
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load generator
+
+/// What the load generator saw.
+#[derive(Debug, Default)]
+struct Tally {
+    ok: u64,
+    failed: u64,
+    /// 200 answers per Pod (the echo server's `x-pod-name` header).
+    by_pod: BTreeMap<String, u64>,
+    /// Failures by kind (`502`, `transport`, ...), with the first few messages.
+    failures: BTreeMap<String, u64>,
+    samples: Vec<String>,
+}
+
+/// Threads, each with one keep-alive connection, sending `GET /` back to back to the load
+/// balancer's socket until stopped, `max_requests` in total, or `max_duration`.
+struct Load {
+    stop: Arc<AtomicBool>,
+    sent: Arc<AtomicU64>,
+    tally: Arc<Mutex<Tally>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(socket: &str, connections: usize, max_requests: u64, max_duration: Duration) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let sent = Arc::new(AtomicU64::new(0));
+        let tally = Arc::new(Mutex::new(Tally::default()));
+        let started = Instant::now();
+        let threads = (0..connections)
+            .map(|_| {
+                let (stop, sent, tally) = (stop.clone(), sent.clone(), tally.clone());
+                let url = format!("http://{socket}/");
+                std::thread::spawn(move || {
+                    let client = reqwest::blocking::Client::builder()
+                        .pool_max_idle_per_host(1)
+                        .timeout(Duration::from_secs(20))
+                        .build()
+                        .expect("HTTP client");
+                    while !stop.load(Ordering::Relaxed)
+                        && started.elapsed() < max_duration
+                        && sent.fetch_add(1, Ordering::Relaxed) < max_requests
+                    {
+                        let result = client
+                            .get(&url)
+                            .header(reqwest::header::HOST, HOST)
+                            .send()
+                            .and_then(|r| {
+                                let status = r.status().as_u16();
+                                let pod = r
+                                    .headers()
+                                    .get("x-pod-name")
+                                    .and_then(|v| v.to_str().ok())
+                                    .map(str::to_string);
+                                Ok((status, pod, r.text()?))
+                            });
+                        let at = started.elapsed().as_secs_f64();
+                        let mut t = tally.lock().unwrap();
+                        let failure = match result {
+                            Ok((200, Some(pod), _)) => {
+                                t.ok += 1;
+                                *t.by_pod.entry(pod).or_default() += 1;
+                                None
+                            }
+                            Ok((status, _, body)) => Some((
+                                status.to_string(),
+                                format!("{status} at {at:.2}s: {}", trim(&body)),
+                            )),
+                            Err(e) => Some((
+                                "transport".to_string(),
+                                format!("transport error at {at:.2}s: {e:#}"),
+                            )),
+                        };
+                        if let Some((kind, message)) = failure {
+                            t.failed += 1;
+                            *t.failures.entry(kind).or_default() += 1;
+                            if t.samples.len() < 5 {
+                                t.samples.push(message);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        Load {
+            stop,
+            sent,
+            tally,
+            threads,
+        }
+    }
+
+    /// Requests answered so far (ok + failed).
+    fn done(&self) -> u64 {
+        let t = self.tally.lock().unwrap();
+        t.ok + t.failed
+    }
+
+    fn pods_seen(&self) -> BTreeSet<String> {
+        self.tally.lock().unwrap().by_pod.keys().cloned().collect()
+    }
+
+    fn finish(self) -> Tally {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            let _ = t.join();
+        }
+        let _ = self.sent;
+        Arc::try_unwrap(self.tally)
+            .map(|m| m.into_inner().unwrap())
+            .unwrap_or_default()
+    }
+}
+
+fn trim(s: &str) -> String {
+    s.chars().take(160).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing of Pod events (for the figures the issue asks for)
+
+/// When the test first saw things happen to a Pod (from a Pod watch, so within milliseconds).
+#[derive(Clone, Debug, Default)]
+struct PodTimes {
+    created: Option<Instant>,
+    ip: Option<String>,
+    gate_true: Option<Instant>,
+    deleting: Option<Instant>,
+}
+
+/// A Pod watch (kube-rs) in a background thread, recording [`PodTimes`] per Pod name.
+struct PodClock {
+    pods: Arc<Mutex<HashMap<String, PodTimes>>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl PodClock {
+    fn start(kubeconfig: &std::path::Path) -> Result<PodClock> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig)?;
+        let pods: Arc<Mutex<HashMap<String, PodTimes>>> = Arc::default();
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
+        let record = pods.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            rt.block_on(async move {
+                use futures::StreamExt;
+                use k8s_openapi::api::core::v1::Pod;
+                use kube::runtime::watcher;
+                let client = match kube::Config::from_custom_kubeconfig(
+                    kubeconfig,
+                    &kube::config::KubeConfigOptions::default(),
+                )
+                .await
+                .map_err(anyhow::Error::from)
+                .and_then(|c| kube::Client::try_from(c).map_err(anyhow::Error::from))
+                {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(()));
+                let api: kube::Api<Pod> = kube::Api::namespaced(client, NS);
+                let mut events = watcher(api, watcher::Config::default()).boxed();
+                loop {
+                    tokio::select! {
+                        _ = &mut stopped => return,
+                        ev = events.next() => match ev {
+                            Some(Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p))) => {
+                                observe(&record, &p);
+                            }
+                            Some(_) => {}
+                            None => return,
+                        }
+                    }
+                }
+            });
+        });
+        ready_rx
+            .recv_timeout(DEADLINE)
+            .map_err(|_| anyhow!("the Pod watch did not start"))??;
+        Ok(PodClock {
+            pods,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    fn times(&self, pod: &str) -> PodTimes {
+        self.pods
+            .lock()
+            .unwrap()
+            .get(pod)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The Pod's IP once the watch has seen it (waits up to [`DEADLINE`]).
+    fn ip(&self, pod: &str) -> Result<String> {
+        wait_for(&format!("an IP for Pod {pod}"), DEADLINE, || {
+            Ok(self.times(pod).ip)
+        })
+    }
+}
+
+impl Drop for PodClock {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn observe(pods: &Mutex<HashMap<String, PodTimes>>, pod: &k8s_openapi::api::core::v1::Pod) {
+    let now = Instant::now();
+    let Some(name) = pod.metadata.name.clone() else {
+        return;
+    };
+    let status = pod.status.as_ref();
+    let gate_true = status
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == GATE && c.status == "True"));
+    let mut pods = pods.lock().unwrap();
+    let t = pods.entry(name).or_default();
+    t.created.get_or_insert(now);
+    if t.ip.is_none() {
+        t.ip = status.and_then(|s| s.pod_ip.clone());
+    }
+    if gate_true {
+        t.gate_true.get_or_insert(now);
+    }
+    if pod.metadata.deletion_timestamp.is_some() {
+        t.deleting.get_or_insert(now);
+    }
+}
+
+/// Polls the NEG every 50 ms in a background thread and records when each IP left it.
+struct DetachClock {
+    detached: Arc<Mutex<HashMap<String, Instant>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl DetachClock {
+    fn start(compute_url: &str, neg: &str) -> DetachClock {
+        let detached: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let url = format!(
+            "{compute_url}compute/v1/projects/{PROJECT}/zones/{ZONE}/networkEndpointGroups/{neg}/listNetworkEndpoints"
+        );
+        let (record, halt) = (detached.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let http = reqwest::blocking::Client::new();
+            let mut attached: BTreeSet<String> = BTreeSet::new();
+            while !halt.load(Ordering::Relaxed) {
+                let now_attached = http
+                    .post(&url)
+                    .json(&json!({"healthStatus": "SHOW"}))
+                    .send()
+                    .and_then(|r| r.json::<Value>())
+                    .map(|v| endpoint_health(&v).into_keys().collect::<BTreeSet<_>>());
+                if let Ok(now_attached) = now_attached {
+                    let at = Instant::now();
+                    let mut record = record.lock().unwrap();
+                    for gone in attached.difference(&now_attached) {
+                        record.entry(gone.clone()).or_insert(at);
+                    }
+                    attached = now_attached;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        DetachClock {
+            detached,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn detached_at(&self, ip: &str) -> Option<Instant> {
+        self.detached.lock().unwrap().get(ip).copied()
+    }
+}
+
+impl Drop for DetachClock {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The rollout
+
+/// What one rollout under load produced.
+struct Rollout {
+    tally: Tally,
+    news: Vec<String>,
+    /// Pod creation -> gate True, per new Pod (seconds).
+    gate_secs: Vec<(String, f64)>,
+    /// Pod deletion -> endpoint detached from the NEG, per old Pod (seconds).
+    detach_secs: Vec<(String, f64)>,
+}
+
+/// Starts the system with `operator_flags`, then runs a rolling update of every Pod while the
+/// load generator sends requests through the load balancer, and keeps the load on until the
+/// old Pods are gone, every new Pod has answered and at least [`MIN_REQUESTS`] were answered
+/// (each bounded by a deadline).
+fn rollout_under_load(label: &str, operator_flags: &[&str]) -> Result<Rollout> {
+    let rig = Rig::start(operator_flags)?;
+    let detach = DetachClock::start(&rig.sys.compute_url, &rig.neg);
+    let olds = rig.pod_names("old", REPLICAS);
+    let old_ips: Vec<(String, String)> = olds
+        .iter()
+        .map(|p| Ok((p.clone(), rig.clock.ip(p)?)))
+        .collect::<Result<_>>()?;
+
+    let load = Load::start(
+        &rig.socket,
+        CONNECTIONS,
+        1_000_000,
+        Duration::from_secs(150),
+    );
+    let news = match rig.rolling_update() {
+        Ok(news) => news,
+        Err(e) => {
+            let tally = load.finish();
+            bail!("rolling update failed ({tally:?}): {e:#}");
+        }
+    };
+    let wanted: BTreeSet<String> = news.iter().cloned().collect();
+    let settled = wait_for(
+        "every new Pod to answer and enough requests",
+        Duration::from_secs(60),
+        || {
+            let done = load.done();
+            let seen = load.pods_seen();
+            if done >= MIN_REQUESTS && wanted.is_subset(&seen) {
+                Ok(Some(()))
+            } else {
+                Err(anyhow!("{done} answered, Pods seen {seen:?}"))
+            }
+        },
+    );
+    let tally = load.finish();
+    eprintln!(
+        "[{label}] {} requests over {CONNECTIONS} connections: {} ok, {} failed {:?}; answers per Pod {:?}; first failures {:#?}",
+        tally.ok + tally.failed,
+        tally.ok,
+        tally.failed,
+        tally.failures,
+        tally.by_pod,
+        tally.samples
+    );
+    if let Err(e) = settled {
+        // Reported by the caller's assertions on the tally (every new Pod, enough requests).
+        eprintln!("[{label}] load did not settle: {e:#}");
+    }
+
+    let gate_secs: Vec<(String, f64)> = news
+        .iter()
+        .filter_map(|p| {
+            let t = rig.clock.times(p);
+            Some((p.clone(), (t.gate_true? - t.created?).as_secs_f64()))
+        })
+        .collect();
+    let detach_secs: Vec<(String, f64)> = old_ips
+        .iter()
+        .filter_map(|(p, ip)| {
+            let deleting = rig.clock.times(p).deleting?;
+            let gone = detach.detached_at(ip)?;
+            Some((
+                p.clone(),
+                gone.saturating_duration_since(deleting).as_secs_f64(),
+            ))
+        })
+        .collect();
+    eprintln!("[{label}] Pod creation -> gate True (s): {gate_secs:?}");
+    eprintln!("[{label}] Pod deletion -> endpoint detached from the NEG (s): {detach_secs:?}");
+    Ok(Rollout {
+        tally,
+        news,
+        gate_secs,
+        detach_secs,
+    })
+}
+
+/// Issue 7: a rolling update of every Pod under continuous load, with the readiness gate
+/// controller on (the default), loses no request. A new Pod is Ready only once the load
+/// balancer reports it HEALTHY, so the old Pod is deleted only after the load balancer sends
+/// traffic to its replacement; on deletion the endpoint is detached while the preStop sleep keeps
+/// the old server answering.
+#[test]
+fn rolling_update_with_the_readiness_gate_loses_no_request() -> Result<()> {
+    let r = rollout_under_load("gate enforced", &[])?;
+    let total = r.tally.ok + r.tally.failed;
+    assert_eq!(
+        r.tally.failed, 0,
+        "failed requests during the rollout: {:?}, e.g. {:#?}",
+        r.tally.failures, r.tally.samples
+    );
+    assert!(total >= MIN_REQUESTS, "only {total} requests were answered");
+    for p in &r.news {
+        assert!(
+            r.tally.by_pod.get(p).is_some_and(|n| *n > 0),
+            "new Pod {p} served no traffic: {:?}",
+            r.tally.by_pod
+        );
+    }
+    assert_eq!(
+        r.gate_secs.len(),
+        REPLICAS,
+        "gate True seen for every new Pod"
+    );
+    assert_eq!(
+        r.detach_secs.len(),
+        REPLICAS,
+        "detach seen for every old Pod"
+    );
+    Ok(())
+}
+
+/// Issue 7: the same rollout, manifests and timings, with the readiness gate controller in
+/// bypass mode (`--readiness-gates=false`: gated Pods get the condition True at once, so Ready
+/// comes from the readiness probe alone, as on a cluster without the gate). The rollout then
+/// deletes each old Pod about a second after its replacement was created, while the load balancer
+/// needs about `HC_INTERVAL_SEC` s (two probes) to see the replacement HEALTHY; once the last old
+/// endpoint is detached no HEALTHY endpoint is left and the load balancer answers 502
+/// (`failed_to_pick_backend`) until the new Pods pass their health checks. The contrast with
+/// [`rolling_update_with_the_readiness_gate_loses_no_request`] shows the test can fail and that
+/// the gate is what prevents the failures: nothing else differs between the two runs.
+#[test]
+fn rolling_update_without_the_readiness_gate_fails_requests() -> Result<()> {
+    let r = rollout_under_load("gate bypassed", &["--readiness-gates=false"])?;
+    assert!(
+        r.tally.failed > 0,
+        "expected failed requests when the gate does not wait for load balancer health: {:?}",
+        r.tally
+    );
+    assert!(
+        r.tally.failures.contains_key("502"),
+        "the failures are the load balancer's 502 (no HEALTHY endpoint): {:?} {:#?}",
+        r.tally.failures,
+        r.tally.samples
+    );
+    Ok(())
+}
+
+/// Issue 7: a stalled rollout. A new Pod whose load balancer health check path fails (its
+/// readiness probe on `/ready` passes, `/healthz` answers 500) is attached to the NEG but stays
+/// UNHEALTHY: its gate condition stays False with reason `LoadBalancerNegNotReady` and a message
+/// saying what it waits for, `kubectl describe pod` shows the gate False, and it receives no
+/// traffic while the old Pods keep serving. After `--neg-ready-timeout` (shortened to 20 s) the
+/// gate opens with reason `LoadBalancerNegTimeout` and a Warning Event, and it still gets no
+/// traffic (the load balancer sends only to HEALTHY endpoints).
+#[test]
+fn a_pod_failing_its_health_check_stalls_until_the_timeout() -> Result<()> {
+    const TIMEOUT_SEC: i64 = 20;
+    let timeout = TIMEOUT_SEC.to_string();
+    let rig = Rig::start(&["--neg-ready-timeout", &timeout])?;
+    let sys = &rig.sys;
+    sys.apply(&pod("stalled", Some("/healthz")))?;
+
+    let condition = |sys: &System| -> Result<Value> {
+        let p = sys.get_json(&["pod", "stalled"])?;
+        Ok(p["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == GATE)
+            .cloned()
+            .unwrap_or(Value::Null))
+    };
+    let waiting = wait_for("the gate condition False", DEADLINE, || {
+        let c = condition(sys)?;
+        Ok((c["status"] == "False").then_some(c))
+    })
+    .with_context(|| sys.logs())?;
+    assert_eq!(waiting["reason"], "LoadBalancerNegNotReady", "{waiting}");
+    let message = waiting["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("Waiting for pod to become healthy in at least one of the NEG(s): [")
+            && message.contains(&rig.neg),
+        "message: {message}"
+    );
+
+    // The load balancer did try it: the endpoint is attached and UNHEALTHY.
+    let ip = rig.clock.ip("stalled")?;
+    wait_for(
+        "the stalled Pod's endpoint to be UNHEALTHY",
+        DEADLINE,
+        || {
+            Ok(
+                (neg_endpoints(sys, &rig.neg)?.get(&ip).map(String::as_str) == Some("UNHEALTHY"))
+                    .then_some(()),
+            )
+        },
+    )?;
+
+    let describe = sys.kubectl_ok(&["describe", "pod", "stalled"])?;
+    let gates = describe
+        .split("Readiness Gates:")
+        .nth(1)
+        .context("describe shows no Readiness Gates")?;
+    let gate_line = gates
+        .lines()
+        .find(|l| l.contains(GATE))
+        .context("describe lists no gate")?;
+    assert!(gate_line.trim_end().ends_with("False"), "{describe}");
+    assert!(
+        !sys.get_json(&["pod", "stalled"])?["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True"),
+        "the stalled Pod must not be Ready"
+    );
+
+    // No traffic to it while the old Pods keep serving.
+    let no_traffic = |phase: &str| -> Result<()> {
+        let load = Load::start(&rig.socket, 2, 300, Duration::from_secs(60));
+        while load.done() < 300 && !load.threads.iter().all(|t| t.is_finished()) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let t = load.finish();
+        assert_eq!(t.failed, 0, "{phase}: failures {:?}", t.samples);
+        assert!(
+            !t.by_pod.contains_key("stalled"),
+            "{phase}: the stalled Pod got traffic: {:?}",
+            t.by_pod
+        );
+        eprintln!("[stalled] {phase}: answers per Pod {:?}", t.by_pod);
+        Ok(())
+    };
+    no_traffic("before the timeout")?;
+
+    // The timeout rule opens the gate, no earlier than the timeout after creation.
+    let opened = wait_for("the gate to open by timeout", DEADLINE, || {
+        let c = condition(sys)?;
+        Ok((c["status"] == "True").then_some(c))
+    })
+    .with_context(|| sys.logs())?;
+    assert_eq!(opened["reason"], "LoadBalancerNegTimeout", "{opened}");
+    let created = sys.get_json(&["pod", "stalled"])?["metadata"]["creationTimestamp"]
+        .as_str()
+        .map(str::to_string)
+        .context("creationTimestamp")?;
+    let opened_at = opened["lastTransitionTime"]
+        .as_str()
+        .context("lastTransitionTime")?;
+    let waited = rfc3339_secs(opened_at)? - rfc3339_secs(&created)?;
+    assert!(
+        waited >= TIMEOUT_SEC - 1,
+        "the gate opened {waited}s after creation, before the {TIMEOUT_SEC}s timeout: {opened}"
+    );
+    let t = rig.clock.times("stalled");
+    if let (Some(c), Some(g)) = (t.created, t.gate_true) {
+        eprintln!(
+            "[stalled] Pod creation -> gate True by timeout: {:.2}s",
+            (g - c).as_secs_f64()
+        );
+    }
+    let events = wait_for("the LoadBalancerNegTimeout Event", DEADLINE, || {
+        let ev = sys.events_for(NS, "Pod", "stalled")?;
+        Ok(ev
+            .iter()
+            .any(|e| e.starts_with("Warning LoadBalancerNegTimeout"))
+            .then_some(ev))
+    })?;
+    let describe = sys.kubectl_ok(&["describe", "pod", "stalled"])?;
+    assert!(
+        describe.contains("LoadBalancerNegTimeout"),
+        "describe shows the timeout Event: {describe}\n{events:?}"
+    );
+    no_traffic("after the timeout")?;
+    Ok(())
+}
+
+/// Seconds since the epoch of an RFC 3339 timestamp (`2026-01-02T03:04:05Z`).
+fn rfc3339_secs(s: &str) -> Result<i64> {
+    Ok(chrono::DateTime::parse_from_rfc3339(s)
+        .with_context(|| format!("bad timestamp {s:?}"))?
+        .timestamp())
+}
