@@ -35,13 +35,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# start NAME CMD...: runs CMD in the background and waits for its first stdout line (its URL).
+# start NAME CMD...: runs CMD in the background and waits for its first stdout line (its URL,
+# then in $WORK/NAME.out). Not called in $(...): a subshell's PIDS would never be stopped.
 start() {
   local name=$1; shift
   "$@" >"$WORK/$name.out" 2>"$WORK/$name.log" &
   PIDS+=($!)
   for _ in $(seq 1 $((DEADLINE * 10))); do
-    [[ -s $WORK/$name.out ]] && { head -n1 "$WORK/$name.out"; return 0; }
+    [[ -s $WORK/$name.out ]] && return 0
     kill -0 "${PIDS[-1]}" 2>/dev/null || { echo "demo: $name exited" >&2; return 1; }
     sleep 0.1
   done
@@ -53,12 +54,14 @@ PORT_MAP=()
 [[ $EUID == 0 ]] || PORT_MAP=(--port-map 80=0,443=0)
 
 echo "== starting the local Kubernetes API"
-KUBE_URL=$(start kube-apiserver "$BIN/fake-kube-apiserver" --listen 127.0.0.1:0 --kubeconfig-out "$WORK/kubeconfig")
+start kube-apiserver "$BIN/fake-kube-apiserver" --listen 127.0.0.1:0 --kubeconfig-out "$WORK/kubeconfig"
+KUBE_URL=$(head -n1 "$WORK/kube-apiserver.out")
 export KUBECONFIG=$WORK/kubeconfig
 echo "   $KUBE_URL (kubeconfig $KUBECONFIG)"
 
 echo "== starting the Compute Engine API emulator"
-COMPUTE_URL=$(start gce-emulator "$BIN/gce-emulator" --listen 127.0.0.1:0 "${PORT_MAP[@]}")
+start gce-emulator "$BIN/gce-emulator" --listen 127.0.0.1:0 "${PORT_MAP[@]}"
+COMPUTE_URL=$(head -n1 "$WORK/gce-emulator.out")
 echo "   $COMPUTE_URL"
 
 echo "== starting gclb-operator"
