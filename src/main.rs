@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{ArgAction, Parser, Subcommand};
 use gclb_operator::compute::{Compute, ComputeConfig, ComputeMetrics};
+use gclb_operator::controller::leader_election::{LeaderElector, Timings};
 use gclb_operator::controller::{self, metrics::HttpState, ControllerMetrics, Stores};
 use gclb_operator::readiness;
 use gclb_operator::translate::{namer, TranslateConfig};
@@ -112,6 +113,24 @@ struct RunArgs {
     /// PEM private key of the webhook.
     #[arg(long)]
     webhook_tls_key: Option<PathBuf>,
+    /// Run for the leader Lease, so that only one of several replicas reconciles (the others
+    /// stand by and take over when it stops renewing). deploy/ turns it on.
+    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    leader_elect: bool,
+    /// Namespace of the leader Lease.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "kube-system")]
+    leader_election_namespace: String,
+    /// Name of the leader Lease (coordination.k8s.io/v1).
+    #[arg(long, default_value = "gclb-operator")]
+    leader_election_id: String,
+    /// This replica's holderIdentity; default: the host name (the Pod name in a cluster) and a
+    /// random suffix.
+    #[arg(long)]
+    leader_election_identity: Option<String>,
+    /// Seconds a Lease that is not renewed keeps standbys out (renew deadline and retry period
+    /// follow with client-go's ratios: 2/3 and 2/15 of it).
+    #[arg(long, default_value_t = 15)]
+    leader_election_lease_duration: u64,
 }
 
 fn init_tracing(json: bool) {
@@ -259,10 +278,16 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     );
 
     let stores_slot: Arc<std::sync::OnceLock<Stores>> = Arc::default();
+    // A standby replica (leader election on, Lease held by another) is ready: it is healthy
+    // and must not hold up a rolling update of the operator's Deployment.
+    let standby = Arc::new(std::sync::atomic::AtomicBool::new(args.leader_elect));
     let ready = {
         let slot = stores_slot.clone();
-        Arc::new(move || slot.get().is_some_and(Stores::is_ready))
-            as Arc<dyn Fn() -> bool + Send + Sync>
+        let standby = standby.clone();
+        Arc::new(move || {
+            standby.load(std::sync::atomic::Ordering::Relaxed)
+                || slot.get().is_some_and(Stores::is_ready)
+        }) as Arc<dyn Fn() -> bool + Send + Sync>
     };
     let addr = controller::metrics::serve(
         args.metrics_listen,
@@ -275,6 +300,31 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     .with_context(|| format!("binding --metrics-listen {}", args.metrics_listen))?;
     println!("metrics listening on http://{addr}");
     tracing::info!(%addr, "metrics listening");
+
+    let mut elector = if args.leader_elect {
+        let identity = args.leader_election_identity.clone().unwrap_or_else(|| {
+            let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "gclb-operator".into());
+            format!("{host}_{:08x}", rand::random::<u32>())
+        });
+        let mut elector = LeaderElector::new(
+            client.clone(),
+            &args.leader_election_namespace,
+            &args.leader_election_id,
+            &identity,
+            Timings::from_lease_seconds(args.leader_election_lease_duration),
+        );
+        tokio::select! {
+            _ = elector.acquire() => {}
+            _ = shutdown_signal() => {
+                tracing::info!("stopped before becoming the leader");
+                return Ok(());
+            }
+        }
+        standby.store(false, std::sync::atomic::Ordering::Relaxed);
+        Some(elector)
+    } else {
+        None
+    };
 
     let health =
         readiness::ComputeNegHealth::connect(&args.project, args.compute_endpoint.as_deref())
@@ -315,7 +365,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         mcrt_config,
     ));
     let readiness_client = client.clone();
-    controller::run(
+    let controllers = controller::run(
         client,
         compute,
         config,
@@ -349,8 +399,26 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             ));
             let _ = stores_slot.set(stores);
         },
-    )
-    .await;
+    );
+    match elector.as_mut() {
+        None => controllers.await,
+        Some(elector) => {
+            let lost = tokio::select! {
+                _ = controllers => false,
+                _ = elector.hold() => true,
+            };
+            if lost {
+                // Another replica may be reconciling already: stop at once (Kubernetes
+                // restarts the container, which then stands by).
+                anyhow::bail!(
+                    "lost the leader Lease {}/{}; exiting so that only one replica acts",
+                    args.leader_election_namespace,
+                    args.leader_election_id
+                );
+            }
+            elector.release().await;
+        }
+    }
     tracing::info!("stopped");
     Ok(())
 }

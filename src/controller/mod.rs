@@ -15,6 +15,7 @@
 //! 5. garbage collection of this cluster's resources no live Ingress wants.
 
 pub mod last_desired;
+pub mod leader_election;
 pub mod mapping;
 pub mod metrics;
 pub mod status;

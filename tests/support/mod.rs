@@ -96,6 +96,35 @@ impl Proc {
     }
 }
 
+impl Proc {
+    /// The operator's `/metrics` URL, from the `metrics listening on http://ADDR` line it
+    /// prints once it serves (polled up to [`DEADLINE`]).
+    pub fn metrics_url(&self) -> Result<String> {
+        wait_for(
+            &format!("{}'s metrics address", self.name),
+            DEADLINE,
+            || {
+                Ok(self
+                    .log_text()
+                    .lines()
+                    .find_map(|l| l.strip_prefix("metrics listening on "))
+                    .map(|u| format!("{}/metrics", u.trim())))
+            },
+        )
+    }
+
+    /// `gclb_ingress_syncs_total{result="ok"}` on this operator's `/metrics`: how many
+    /// reconciles it completed.
+    pub fn ok_syncs(&self) -> Result<u64> {
+        let body = reqwest::blocking::get(self.metrics_url()?)?.text()?;
+        Ok(body
+            .lines()
+            .filter(|l| l.starts_with("gclb_ingress_syncs_total") && l.contains("result=\"ok\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>() as u64)
+    }
+}
+
 impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -174,6 +203,13 @@ impl System {
 
     /// Starts the operator against this system with `extra` flags.
     pub fn start_operator(&mut self, extra: &[&str]) -> Result<()> {
+        self.operator = Some(self.spawn_operator(extra, "operator")?);
+        Ok(())
+    }
+
+    /// Starts one more operator process against this system (for tests that run several
+    /// replicas); its stdout and stderr go to `<log_name>.log` in the test directory.
+    pub fn spawn_operator(&self, extra: &[&str], log_name: &str) -> Result<Proc> {
         let mut cmd = Command::new(bin("gclb-operator"));
         cmd.arg("run")
             .args([
@@ -197,17 +233,16 @@ impl System {
         if !extra.contains(&"--resync-period") {
             cmd.args(["--resync-period", "3600"]);
         }
-        let log = self.dir.path().join("operator.log");
+        let log = self.dir.path().join(format!("{log_name}.log"));
         let stderr = std::fs::File::create(&log)?;
         let stdout = stderr.try_clone()?;
         cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
         let child = cmd.spawn().context("spawning gclb-operator")?;
-        self.operator = Some(Proc {
-            name: "gclb-operator".into(),
+        Ok(Proc {
+            name: format!("gclb-operator ({log_name})"),
             child,
             log,
-        });
-        Ok(())
+        })
     }
 
     /// Stops the operator (if running).
