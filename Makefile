@@ -34,9 +34,11 @@ endif
 crds:
 	$(CARGO) run -q --bin gclb-operator -- crds --out-dir crds
 
-## Benchmarks: emulator control plane throughput and the data plane against nginx and haproxy.
+## Benchmarks: emulator control plane throughput, the data plane against nginx and haproxy, and
+## the operator's convergence over many Ingresses (BENCH_INGRESSES, default 100).
 bench: build
 	bash fakes/gce-emulator/benches/run.sh
+	$(CARGO) bench --workspace --bench converge --profile dev
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -104,8 +104,8 @@ impl Proc {
             &format!("{}'s metrics address", self.name),
             DEADLINE,
             || {
-                Ok(self
-                    .log_text()
+                // The whole log: the line comes early and log_text() keeps only the tail.
+                Ok(std::fs::read_to_string(&self.log)?
                     .lines()
                     .find_map(|l| l.strip_prefix("metrics listening on "))
                     .map(|u| format!("{}/metrics", u.trim())))

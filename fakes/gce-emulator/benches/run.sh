@@ -30,7 +30,10 @@ COMPARE=${COMPARE:-$REPO/../shared/bench/proxy-compare.sh}
 
 if [[ -z ${EMULATOR:-} ]]; then
   (cd "$REPO" && cargo build -q --release -p gce-emulator --bin gce-emulator)
-  EMULATOR=$REPO/target/release/gce-emulator
+  # The release binary lives in cargo's target directory, wherever CARGO_TARGET_DIR puts it.
+  TARGET_DIR=$(cd "$REPO" && cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+  EMULATOR=$TARGET_DIR/release/gce-emulator
 fi
 
 T=$(mktemp -d /tmp/dataplane-bench.XXXXXX)

@@ -1,0 +1,246 @@
+//! Convergence benchmark (`make bench`): how fast the operator programs many Ingresses, what a
+//! restart's full resync of all of them costs, and how fast deleting them all cleans up.
+//!
+//! It starts the real binaries (fake-kube-apiserver, gce-emulator, gclb-operator) on loopback
+//! exactly like the end-to-end tests, applies `BENCH_INGRESSES` Ingresses (default 100) at once
+//! over `BENCH_SERVICES` shared Services (default 5, two local echo Pods each), and prints one
+//! markdown table:
+//! - apply -> every Ingress has `status.loadBalancer.ingress[0].ip`: total seconds, the p50 and
+//!   max time per Ingress, and Compute calls per Ingress (mutating and reading, counted by the
+//!   emulator);
+//! - operator restart -> every Ingress reconciled once more (`gclb_ingress_syncs{result="ok"}`
+//!   on the new process's `/metrics`): seconds and Compute calls; the mutating count must be 0,
+//!   the issue 5 "no-op resync writes nothing" rule at scale;
+//! - delete all -> the emulator holds no URL map, backend service or NEG of this cluster.
+//!
+//! Figures are for the binaries of the profile it is built in (`make bench` uses dev builds, as
+//! `make test` does). Timings live here and never in pass/fail tests (DESIGN.md conventions).
+//! Run alone: `cargo bench -p gclb-operator --bench converge --profile dev`
+//! (`BENCH_INGRESSES=500` for the issue's 500-Ingress resync; `BENCH_WORKERS` sets
+//! `--workers`, default the operator's own).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+use support::*;
+
+/// Generous: 500 Ingresses on a busy 2-core machine with dev builds.
+const PHASE_DEADLINE: Duration = Duration::from_secs(900);
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Services `svc-0..S` with two opted-in echo Pods each (the local kubelet runs them).
+fn services_yaml(services: usize) -> String {
+    let mut y = String::new();
+    for s in 0..services {
+        let _ = write!(
+            y,
+            "apiVersion: v1\nkind: Service\nmetadata: {{name: svc-{s}}}\n\
+             spec: {{type: NodePort, selector: {{app: svc-{s}}}, ports: [{{port: 80, targetPort: 8080}}]}}\n---\n"
+        );
+        for p in 0..2 {
+            let _ = write!(
+                y,
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: svc-{s}-{p}, labels: {{app: svc-{s}}}, \
+                 annotations: {{local.gclb-operator.dev/run: echo}}}}\n\
+                 spec: {{containers: [{{name: echo, image: echo, ports: [{{containerPort: 8080}}]}}]}}\n---\n"
+            );
+        }
+    }
+    y
+}
+
+/// Ingresses `ing-0..N`, each routing its own host to one of the shared Services.
+fn ingresses_yaml(ingresses: usize, services: usize) -> String {
+    let mut y = String::new();
+    for i in 0..ingresses {
+        let s = i % services;
+        let _ = write!(
+            y,
+            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: ing-{i}}}\n\
+             spec: {{ingressClassName: gce, rules: [{{host: ing-{i}.example, http: {{paths: \
+             [{{path: /, pathType: Prefix, backend: {{service: {{name: svc-{s}, port: {{number: 80}}}}}}}}]}}}}]}}\n---\n"
+        );
+    }
+    y
+}
+
+/// Number of Ingresses in the default namespace that have a load balancer IP.
+fn ingresses_with_ip(sys: &System) -> Result<Vec<String>> {
+    let list = sys.get_json(&["ingress", "-n", "default"])?;
+    Ok(list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["status"]["loadBalancer"]["ingress"][0]["ip"].is_string())
+        .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
+        .collect())
+}
+
+/// `(mutating, reading)` Compute calls the emulator counted since its counters were zeroed.
+fn calls(sys: &System) -> Result<(u64, u64)> {
+    let c = sys.compute_get("_emulator/calls")?;
+    Ok((
+        c["mutating"].as_u64().unwrap_or(0),
+        c["reading"].as_u64().unwrap_or(0),
+    ))
+}
+
+/// The emulator's per-method counts as `method=count` (largest first), for the log.
+fn calls_by_method(sys: &System) -> Result<String> {
+    let c = sys.compute_get("_emulator/calls")?;
+    let mut methods: Vec<(String, u64)> = c["methods"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(m, n)| Some((m.trim_start_matches("compute.").to_string(), n.as_u64()?)))
+        .collect();
+    methods.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Ok(methods
+        .iter()
+        .map(|(m, n)| format!("{m}={n}"))
+        .collect::<Vec<_>>()
+        .join(" "))
+}
+
+fn zero_calls(sys: &System) -> Result<()> {
+    sys.compute_delete("_emulator/calls")
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn main() -> Result<()> {
+    let n = env_usize("BENCH_INGRESSES", 100).max(1);
+    let services = env_usize("BENCH_SERVICES", 5).clamp(1, n);
+    let workers = std::env::var("BENCH_WORKERS").ok();
+    let mut operator_args: Vec<&str> = Vec::new();
+    if let Some(w) = workers.as_deref() {
+        operator_args.extend(["--workers", w]);
+    }
+    eprintln!("converge: {n} Ingresses over {services} Services");
+
+    let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
+    sys.apply_basics()?;
+    sys.apply(&services_yaml(services))?;
+    sys.start_operator(&operator_args)?;
+    let mut rows = Vec::new();
+
+    // 1. Apply every Ingress at once; note when each first shows an IP.
+    zero_calls(&sys)?;
+    let start = Instant::now();
+    sys.apply(&ingresses_yaml(n, services))?;
+    let mut first_ip: std::collections::BTreeMap<String, f64> = Default::default();
+    while first_ip.len() < n {
+        if start.elapsed() > PHASE_DEADLINE {
+            bail!(
+                "only {} of {n} Ingresses got an IP in {PHASE_DEADLINE:?}{}",
+                first_ip.len(),
+                sys.logs()
+            );
+        }
+        let t = start.elapsed().as_secs_f64();
+        for name in ingresses_with_ip(&sys)? {
+            first_ip.entry(name).or_insert(t);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let total = start.elapsed().as_secs_f64();
+    let mut times: Vec<f64> = first_ip.into_values().collect();
+    times.sort_by(f64::total_cmp);
+    let (m, r) = calls(&sys)?;
+    eprintln!("converge: apply calls: {}", calls_by_method(&sys)?);
+    rows.push(format!(
+        "| apply {n} Ingresses -> every IP | {total:.1} s | p50 {:.1} s, max {:.1} s | {:.1} | {:.1} |",
+        percentile(&times, 0.5),
+        percentile(&times, 1.0),
+        m as f64 / n as f64,
+        r as f64 / n as f64,
+    ));
+
+    // Let the writes that settling triggers (NEG endpoints as Pods turn Ready) finish.
+    let mut before = calls(&sys)?;
+    wait_for("Compute writes to stop", PHASE_DEADLINE, || {
+        std::thread::sleep(Duration::from_secs(3));
+        let now = calls(&sys)?;
+        let stable = now.0 == before.0;
+        before = now;
+        Ok(stable.then_some(()))
+    })?;
+
+    // 2. Restart the operator: it reconciles every Ingress once and must write nothing.
+    sys.stop_operator();
+    zero_calls(&sys)?;
+    let start = Instant::now();
+    sys.start_operator(&operator_args)?;
+    let operator = sys.operator.as_ref().context("operator")?;
+    operator.metrics_url()?;
+    wait_for(
+        "every Ingress to be reconciled after the restart",
+        PHASE_DEADLINE,
+        || Ok((operator.ok_syncs()? >= n as u64).then_some(())),
+    )?;
+    let resync = start.elapsed().as_secs_f64();
+    let (m, r) = calls(&sys)?;
+    eprintln!("converge: restart calls: {}", calls_by_method(&sys)?);
+    rows.push(format!(
+        "| operator restart -> {n} Ingresses resynced | {resync:.1} s | {:.0} Ingresses/s | {:.1} | {:.1} |",
+        n as f64 / resync,
+        m as f64 / n as f64,
+        r as f64 / n as f64,
+    ));
+    if m != 0 {
+        eprintln!("converge: WARNING the restart resync sent {m} mutating Compute calls");
+    }
+
+    // 3. Delete every Ingress; wait until the emulator holds none of their resources.
+    zero_calls(&sys)?;
+    let start = Instant::now();
+    sys.kubectl_ok(&["delete", "ingress", "--all", "--wait=false"])?;
+    wait_for("every load balancer to be deleted", PHASE_DEADLINE, || {
+        let maps = sys.compute_names("urlMaps")?;
+        let left = ingresses_left(&sys)?;
+        Ok((maps.is_empty() && left == 0).then_some(()))
+    })?;
+    let cleanup = start.elapsed().as_secs_f64();
+    let (m, r) = calls(&sys)?;
+    eprintln!("converge: delete calls: {}", calls_by_method(&sys)?);
+    rows.push(format!(
+        "| delete {n} Ingresses -> no URL map left | {cleanup:.1} s | {:.0} Ingresses/s | {:.1} | {:.1} |",
+        n as f64 / cleanup,
+        m as f64 / n as f64,
+        r as f64 / n as f64,
+    ));
+
+    println!();
+    println!(
+        "| operator convergence ({n} Ingresses, {services} Services, workers {}) | wall | per Ingress | mutating calls/Ingress | reading calls/Ingress |",
+        workers.as_deref().unwrap_or("default")
+    );
+    println!("|---|---:|---:|---:|---:|");
+    for row in rows {
+        println!("{row}");
+    }
+    Ok(())
+}
+
+/// Ingresses still present (finalizers not yet removed).
+fn ingresses_left(sys: &System) -> Result<usize> {
+    let list: Value = sys.get_json(&["ingress", "-n", "default"])?;
+    Ok(list["items"].as_array().map_or(0, Vec::len))
+}
