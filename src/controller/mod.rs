@@ -14,6 +14,7 @@
 //!    annotations, written only when they change;
 //! 5. garbage collection of this cluster's resources no live Ingress wants.
 
+pub mod coalesce;
 pub mod last_desired;
 pub mod leader_election;
 pub mod mapping;
@@ -128,6 +129,10 @@ pub struct Context {
     gc_lock: tokio::sync::RwLock<()>,
     /// Serialises firewall syncs.
     firewall_lock: tokio::sync::Mutex<()>,
+    /// Shares one garbage collection run among the reconciles that ask for it together.
+    gc_runs: coalesce::Coalesced,
+    /// Shares one firewall sync among the reconciles that ask for it together.
+    firewall_runs: coalesce::Coalesced,
     /// Last successful translation per Ingress (firewall ports and GC survive a failing one).
     last_desired: last_desired::LastDesired,
     /// Ingress changes seen but not yet programmed: key -> (generation, first seen).
@@ -157,6 +162,8 @@ impl Context {
             locks: BackendLocks::default(),
             gc_lock: tokio::sync::RwLock::new(()),
             firewall_lock: tokio::sync::Mutex::new(()),
+            gc_runs: coalesce::Coalesced::default(),
+            firewall_runs: coalesce::Coalesced::default(),
             last_desired: last_desired::LastDesired::default(),
             pending: Mutex::new(HashMap::new()),
         }
@@ -264,11 +271,22 @@ impl Context {
     }
 
     /// Syncs the shared firewall rule for all live owned Ingresses; on 403 posts the `XPN`
-    /// hint on each of them.
-    ///
-    /// Serialised, and over a snapshot taken under the lock, so concurrent reconciles cannot
-    /// write an older port set over a newer one.
+    /// hint on each of them. Reconciles that ask at the same time share one run
+    /// ([`coalesce`]); a deleting Ingress (`exclude`) runs its own, without itself.
     async fn sync_firewall(&self, exclude: Option<&ObjectKey>) -> Result<(), SyncError> {
+        match exclude {
+            None => self
+                .firewall_runs
+                .run(|| self.sync_firewall_now(None))
+                .await
+                .map(|_| ()),
+            Some(_) => self.sync_firewall_now(exclude).await,
+        }
+    }
+
+    /// One firewall sync, serialised, over a snapshot taken under the lock, so concurrent
+    /// reconciles cannot write an older port set over a newer one.
+    async fn sync_firewall_now(&self, exclude: Option<&ObjectKey>) -> Result<(), SyncError> {
         let _serial = self.firewall_lock.lock().await;
         let snapshot = &self.stores.snapshot();
         let t = &self.config.translate;
@@ -317,14 +335,18 @@ impl Context {
         }
     }
 
-    /// Garbage collection under the exclusive lock. What is live is read from the stores
-    /// *after* taking the lock, so an Ingress whose sync finished meanwhile is seen as live.
+    /// Garbage collection; failures are a `GarbageCollection` Warning on `ingress`.
+    /// Reconciles that ask at the same time share one run ([`coalesce`]); a deleting Ingress
+    /// (`exclude`) runs its own, without itself.
     async fn gc(&self, ingress: &Ingress, exclude: Option<&ObjectKey>) -> Result<(), SyncError> {
         let mut changes = Changes::new();
-        let result = {
-            let _exclusive = self.gc_lock.write().await;
-            let live = self.live_set(&self.stores.snapshot(), exclude);
-            collect_garbage(&self.compute, &live, &mut changes).await
+        let result = match exclude {
+            None => self
+                .gc_runs
+                .run(|| self.gc_now(None, &mut changes))
+                .await
+                .map(|_| ()),
+            Some(_) => self.gc_now(exclude, &mut changes).await,
         };
         if let Err(e) = &result {
             self.event(
@@ -339,6 +361,18 @@ impl Context {
             info!(deleted = changes.len(), "garbage collected");
         }
         result
+    }
+
+    /// One GC run under the exclusive lock. What is live is read from the stores *after*
+    /// taking the lock, so an Ingress whose sync finished meanwhile is seen as live.
+    async fn gc_now(
+        &self,
+        exclude: Option<&ObjectKey>,
+        changes: &mut Changes,
+    ) -> Result<(), SyncError> {
+        let _exclusive = self.gc_lock.write().await;
+        let live = self.live_set(&self.stores.snapshot(), exclude);
+        collect_garbage(&self.compute, &live, changes).await
     }
 }
 
