@@ -259,10 +259,11 @@ impl Context {
             live.frontends.insert(namer.lb_name().to_string());
             live.certificate_prefixes
                 .push(namer.ssl_certificate_prefix());
-            let translated = translate_ingress(snapshot, ingress, t);
             if let Some(desired) = self
                 .last_desired
-                .resolve(&ObjectKey::of(ingress), translated)
+                .last_or_resolve(&ObjectKey::of(ingress), || {
+                    translate_ingress(snapshot, ingress, t)
+                })
             {
                 live.backends.extend(desired.backends.keys().cloned());
             }
@@ -291,14 +292,14 @@ impl Context {
         let snapshot = &self.stores.snapshot();
         let t = &self.config.translate;
         let live = self.live_ingresses(snapshot, exclude);
-        let desired: Vec<DesiredIngress> = live
+        let desired: Vec<Arc<DesiredIngress>> = live
             .iter()
             .filter_map(|i| {
-                let translated = translate_ingress(snapshot, i, t);
-                self.last_desired.resolve(&ObjectKey::of(*i), translated)
+                self.last_desired
+                    .last_or_resolve(&ObjectKey::of(*i), || translate_ingress(snapshot, i, t))
             })
             .collect();
-        let refs: Vec<&DesiredIngress> = desired.iter().collect();
+        let refs: Vec<&DesiredIngress> = desired.iter().map(Arc::as_ref).collect();
         let mut changes = Changes::new();
         match translate_firewall(&refs, t) {
             None if live.is_empty() => {
