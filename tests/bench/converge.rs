@@ -117,6 +117,20 @@ fn zero_calls(sys: &System) -> Result<()> {
     sys.compute_delete("_emulator/calls")
 }
 
+/// One table row for a phase that took `wall` seconds over `n` Ingresses, with the Compute
+/// calls counted since the counters were zeroed (logged by method on stderr); also returns
+/// the mutating count.
+fn phase_row(sys: &System, n: usize, label: &str, wall: f64, per: &str) -> Result<(String, u64)> {
+    let (m, r) = calls(sys)?;
+    eprintln!("converge: {label}: {}", calls_by_method(sys)?);
+    let row = format!(
+        "| {label} | {wall:.1} s | {per} | {:.1} | {:.1} |",
+        m as f64 / n as f64,
+        r as f64 / n as f64
+    );
+    Ok((row, m))
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -163,15 +177,19 @@ fn main() -> Result<()> {
     let total = start.elapsed().as_secs_f64();
     let mut times: Vec<f64> = first_ip.into_values().collect();
     times.sort_by(f64::total_cmp);
-    let (m, r) = calls(&sys)?;
-    eprintln!("converge: apply calls: {}", calls_by_method(&sys)?);
-    rows.push(format!(
-        "| apply {n} Ingresses -> every IP | {total:.1} s | p50 {:.1} s, max {:.1} s | {:.1} | {:.1} |",
+    let per = format!(
+        "p50 {:.1} s, max {:.1} s",
         percentile(&times, 0.5),
-        percentile(&times, 1.0),
-        m as f64 / n as f64,
-        r as f64 / n as f64,
-    ));
+        percentile(&times, 1.0)
+    );
+    let (row, _) = phase_row(
+        &sys,
+        n,
+        &format!("apply {n} Ingresses -> every IP"),
+        total,
+        &per,
+    )?;
+    rows.push(row);
 
     // Let the writes that settling triggers (NEG endpoints as Pods turn Ready) finish.
     let mut before = calls(&sys)?;
@@ -196,14 +214,10 @@ fn main() -> Result<()> {
         || Ok((operator.ok_syncs()? >= n as u64).then_some(())),
     )?;
     let resync = start.elapsed().as_secs_f64();
-    let (m, r) = calls(&sys)?;
-    eprintln!("converge: restart calls: {}", calls_by_method(&sys)?);
-    rows.push(format!(
-        "| operator restart -> {n} Ingresses resynced | {resync:.1} s | {:.0} Ingresses/s | {:.1} | {:.1} |",
-        n as f64 / resync,
-        m as f64 / n as f64,
-        r as f64 / n as f64,
-    ));
+    let per = format!("{:.0} Ingresses/s", n as f64 / resync);
+    let label = format!("operator restart -> {n} Ingresses resynced");
+    let (row, m) = phase_row(&sys, n, &label, resync, &per)?;
+    rows.push(row);
     if m != 0 {
         eprintln!("converge: WARNING the restart resync sent {m} mutating Compute calls");
     }
@@ -218,14 +232,9 @@ fn main() -> Result<()> {
         Ok((maps.is_empty() && left == 0).then_some(()))
     })?;
     let cleanup = start.elapsed().as_secs_f64();
-    let (m, r) = calls(&sys)?;
-    eprintln!("converge: delete calls: {}", calls_by_method(&sys)?);
-    rows.push(format!(
-        "| delete {n} Ingresses -> no URL map left | {cleanup:.1} s | {:.0} Ingresses/s | {:.1} | {:.1} |",
-        n as f64 / cleanup,
-        m as f64 / n as f64,
-        r as f64 / n as f64,
-    ));
+    let per = format!("{:.0} Ingresses/s", n as f64 / cleanup);
+    let label = format!("delete {n} Ingresses -> no URL map left");
+    rows.push(phase_row(&sys, n, &label, cleanup, &per)?.0);
 
     println!();
     println!(
