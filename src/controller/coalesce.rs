@@ -10,6 +10,8 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Single-flight runner with request generations.
 #[derive(Debug, Default)]
@@ -18,6 +20,8 @@ pub struct Coalesced {
     requested: AtomicU64,
     /// The highest request number the last successful run covers; held while a run is going.
     covered: tokio::sync::Mutex<u64>,
+    /// When the last run ended, if it succeeded (`None` before any run and after a failure).
+    last_success: Mutex<Option<Instant>>,
 }
 
 impl Coalesced {
@@ -36,9 +40,21 @@ impl Coalesced {
         }
         // Every request made before this point is served by the run that starts now.
         let covers = self.requested.load(Ordering::SeqCst);
-        job().await?;
+        let result = job().await;
+        *self.last_success.lock().unwrap_or_else(|p| p.into_inner()) =
+            result.is_ok().then(Instant::now);
+        result?;
         *covered = covers;
         Ok(true)
+    }
+
+    /// Whether the last run succeeded less than `period` ago. A job that only a change can
+    /// make necessary is skipped when nothing changed and this holds.
+    pub fn succeeded_within(&self, period: Duration) -> bool {
+        self.last_success
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|at| at.elapsed() < period)
     }
 }
 
@@ -72,6 +88,21 @@ mod tests {
         // most if the spawned tasks were slow to start).
         let n = runs.load(Ordering::SeqCst);
         assert!((1..=4).contains(&n), "{n} runs for 20 callers");
+    }
+
+    #[tokio::test]
+    async fn success_is_remembered_for_a_period_and_a_failure_forgets_it() {
+        let c = Coalesced::default();
+        let hour = Duration::from_secs(3600);
+        assert!(!c.succeeded_within(hour), "nothing ran yet");
+        assert_eq!(c.run(|| async { Ok::<(), ()>(()) }).await, Ok(true));
+        assert!(c.succeeded_within(hour));
+        assert!(
+            !c.succeeded_within(Duration::ZERO),
+            "older than a zero period"
+        );
+        assert_eq!(c.run(|| async { Err::<(), ()>(()) }).await, Err(()));
+        assert!(!c.succeeded_within(hour), "the last run failed");
     }
 
     #[tokio::test]

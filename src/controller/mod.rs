@@ -364,6 +364,15 @@ impl Context {
         result
     }
 
+    /// Whether a reconcile that changed nothing should still run the whole-cluster jobs
+    /// (GC, firewall): none has succeeded yet in this process, the last run failed, or it is
+    /// older than the resync period. Only a change can make garbage or new ports, so
+    /// steady-state resyncs skip the project-wide listing; the periodic run still finds what
+    /// a crash mid-sync left behind or what was changed behind our back.
+    fn due(&self, runs: &coalesce::Coalesced) -> bool {
+        !runs.succeeded_within(self.config.resync_period)
+    }
+
     /// One GC run under the exclusive lock. What is live is read from the stores *after*
     /// taking the lock, so an Ingress whose sync finished meanwhile is seen as live.
     async fn gc_now(
@@ -503,7 +512,13 @@ async fn apply(
             return Err(e);
         }
     };
-    if let Err(source) = ctx.sync_firewall(None).await {
+    // The firewall's ports change only with a change to some Ingress's backends.
+    let firewall = if !changes.is_empty() || ctx.due(&ctx.firewall_runs) {
+        ctx.sync_firewall(None).await
+    } else {
+        Ok(())
+    };
+    if let Err(source) = firewall {
         ctx.event(
             &ingress,
             true,
@@ -550,8 +565,12 @@ async fn apply(
             .await
             .map_err(kube_err)?;
     }
-    // GC failures are reported as Events and retried at the next sync; the Ingress itself is fine.
-    let _ = ctx.gc(&ingress, None).await;
+    // Only a change makes garbage (a backend or certificate no longer used); otherwise GC runs
+    // when due. Failures are reported as Events and retried at the next sync; the Ingress
+    // itself is fine.
+    if !changes.is_empty() || ctx.due(&ctx.gc_runs) {
+        let _ = ctx.gc(&ingress, None).await;
+    }
 
     ctx.programmed(&key);
     ctx.metrics.sync("ok");
