@@ -13,6 +13,10 @@
 //! 4. `status.loadBalancer.ingress[].ip` (Event `IPChanged`) and the `ingress.kubernetes.io/*`
 //!    annotations, written only when they change;
 //! 5. garbage collection of this cluster's resources no live Ingress wants.
+//!
+//! Steps 3 and 5 are whole-cluster jobs: they run only after a sync that changed something or
+//! when due (once per resync period, after a failure, first thing after start), and reconciles
+//! that ask for them together share one run ([`coalesce`]).
 
 pub mod coalesce;
 pub mod last_desired;
