@@ -10,7 +10,9 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use support::*;
 
-const LEASE_SECONDS: &str = "3";
+/// Short, so a takeover is quick, yet with a renew deadline (2/3 of it) that a busy 2-core
+/// machine running the other tests never misses.
+const LEASE_SECONDS: &str = "8";
 
 fn replica(sys: &System, identity: &str) -> Result<Proc> {
     sys.spawn_operator(

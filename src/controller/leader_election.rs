@@ -97,6 +97,17 @@ pub fn decide(lease: Option<&Lease>, identity: &str, unchanged_for: Duration) ->
     }
 }
 
+/// How one attempt to acquire or renew ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Attempt {
+    /// We hold the Lease now.
+    Holding,
+    /// Another candidate holds a live Lease.
+    HeldBy(String),
+    /// Our write lost a race (409 Conflict); the next attempt reads the Lease again.
+    Conflict,
+}
+
 /// The part of a Lease whose change proves its holder alive: holder, renewTime, transitions.
 type Record = Option<(Option<String>, Option<MicroTime>, Option<i32>)>;
 
@@ -143,9 +154,8 @@ impl LeaderElector {
         &self.identity
     }
 
-    /// One attempt: returns whether we hold the Lease afterwards. A 409 (another candidate
-    /// wrote first) is `Ok(false)`; other API errors are returned.
-    pub async fn try_acquire_or_renew(&mut self) -> Result<bool, kube::Error> {
+    /// One attempt to acquire or renew the Lease; API errors other than a 409 are returned.
+    pub async fn try_acquire_or_renew(&mut self) -> Result<Attempt, kube::Error> {
         let now = Instant::now();
         let lease = self.api.get_opt(&self.name).await?;
         let rec = record(lease.as_ref().and_then(|l| l.spec.as_ref()));
@@ -157,8 +167,10 @@ impl LeaderElector {
         let decision = decide(lease.as_ref(), &self.identity, now.duration_since(since));
         let stamp = Some(MicroTime(k8s_openapi::jiff::Timestamp::now()));
         let seconds = Some(self.timings.lease_duration.as_secs().max(1) as i32);
+        if let Decision::Wait { holder } = decision {
+            return Ok(Attempt::HeldBy(holder));
+        }
         let result = match lease {
-            _ if matches!(decision, Decision::Wait { .. }) => return Ok(false),
             None => {
                 let lease = Lease {
                     metadata: ObjectMeta {
@@ -195,9 +207,9 @@ impl LeaderElector {
             Ok(lease) => {
                 let rec = record(lease.spec.as_ref());
                 self.observed = Some((rec, Instant::now()));
-                Ok(true)
+                Ok(Attempt::Holding)
             }
-            Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+            Err(kube::Error::Api(e)) if e.code == 409 => Ok(Attempt::Conflict),
             Err(e) => Err(e),
         }
     }
@@ -208,15 +220,15 @@ impl LeaderElector {
         let mut waiting_logged = false;
         loop {
             match self.try_acquire_or_renew().await {
-                Ok(true) => {
+                Ok(Attempt::Holding) => {
                     info!(lease = %self.name, identity = %self.identity, "became the leader");
                     return;
                 }
-                Ok(false) if !waiting_logged => {
+                Ok(_) if !waiting_logged => {
                     info!(lease = %self.name, identity = %self.identity, "waiting to become the leader");
                     waiting_logged = true;
                 }
-                Ok(false) => {}
+                Ok(_) => {}
                 Err(e) => {
                     warn!(lease = %self.name, error = %e, "leader election: cannot read or write the Lease")
                 }
@@ -226,16 +238,21 @@ impl LeaderElector {
     }
 
     /// Renews every `retry_period` while leading; returns when the Lease could not be renewed
-    /// for `renew_deadline` (or another holder took it): leadership is lost.
+    /// for `renew_deadline` (API errors and lost write races are retried until then) or another
+    /// candidate holds it: leadership is lost.
     pub async fn hold(&mut self) {
         let mut last_renewal = Instant::now();
         loop {
             tokio::time::sleep(self.timings.retry_period).await;
             match self.try_acquire_or_renew().await {
-                Ok(true) => last_renewal = Instant::now(),
-                Ok(false) => {
-                    warn!(lease = %self.name, "another candidate holds the Lease now");
+                Ok(Attempt::Holding) => last_renewal = Instant::now(),
+                Ok(Attempt::HeldBy(holder)) => {
+                    warn!(lease = %self.name, %holder, "another candidate holds the Lease now");
                     return;
+                }
+                // Retried until the renew deadline, like any failed renewal (client-go).
+                Ok(Attempt::Conflict) => {
+                    warn!(lease = %self.name, "leader election: renewal lost a write race")
                 }
                 Err(e) => warn!(lease = %self.name, error = %e, "leader election: renewal failed"),
             }
