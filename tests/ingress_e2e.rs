@@ -281,3 +281,65 @@ spec:
     sys.wait_for_response(&socket, "your-store.example", "/products", 200, "products-")?;
     Ok(())
 }
+
+/// Dropping a Service from the Ingress garbage-collects its backend service, health check and
+/// NEG (in the background, shortly after the sync that changed the URL map), while the rest of
+/// the load balancer keeps serving (ingress-gce #1756: no 502 for the remaining paths).
+#[test]
+fn a_service_dropped_from_the_ingress_has_its_backend_collected() -> Result<()> {
+    let (sys, socket) = system_with_my_ingress()?;
+    let host = "your-store.example";
+    sys.wait_for_response(&socket, host, "/discounted", 200, "discounted-products-")?;
+    let discounted = |names: Vec<String>| {
+        names
+            .into_iter()
+            .filter(|n| n.contains("-default-my-discounted-products-80-"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(discounted(sys.compute_names("backendServices")?).len(), 1);
+
+    sys.apply(
+        r#"
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: my-ingress
+spec:
+  rules:
+  - host: your-store.example
+    http:
+      paths:
+      - path: /products
+        pathType: ImplementationSpecific
+        backend: {service: {name: my-products, port: {number: 60000}}}
+"#,
+    )?;
+    wait_for(
+        "my-discounted-products' backend to be collected",
+        DEADLINE,
+        || {
+            let left = [
+                discounted(sys.compute_names("backendServices")?),
+                discounted(sys.compute_names("healthChecks")?),
+                discounted(sys.neg_names()?),
+            ]
+            .concat();
+            Ok(left.is_empty().then_some(()))
+        },
+    )
+    .map_err(|e| anyhow!("{e:#}\n{}", sys.logs()))?;
+    // The products path still serves, and /discounted now falls to the default backend.
+    sys.wait_for_response(&socket, host, "/products", 200, "\"products-")?;
+    sys.wait_for_response(&socket, host, "/discounted", 404, "default backend")?;
+    let products: Vec<String> = sys
+        .compute_names("backendServices")?
+        .into_iter()
+        .filter(|n| n.contains("-default-my-products-60000-"))
+        .collect();
+    assert_eq!(
+        products.len(),
+        1,
+        "the products backend stays: {products:?}"
+    );
+    Ok(())
+}

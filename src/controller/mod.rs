@@ -67,6 +67,9 @@ pub const SUPPRESS_XPN_ANNOTATION: &str = "networking.gke.io/suppress-firewall-x
 pub const HEALTH_REFRESH: Duration = Duration::from_secs(10);
 /// Requeue delay after a failed reconcile.
 pub const ERROR_REQUEUE: Duration = Duration::from_secs(5);
+/// Pause between a sync asking for garbage collection and the background run, so that the
+/// reconciles of a burst (many Ingresses applied or changed together) share one run.
+pub const GC_DEBOUNCE: Duration = Duration::from_secs(2);
 
 /// Operator settings from the command line.
 #[derive(Clone, Debug)]
@@ -137,6 +140,8 @@ pub struct Context {
     gc_runs: coalesce::Coalesced,
     /// Shares one firewall sync among the reconciles that ask for it together.
     firewall_runs: coalesce::Coalesced,
+    /// A background GC run is scheduled and has not started yet.
+    gc_scheduled: std::sync::atomic::AtomicBool,
     /// Last successful translation per Ingress (firewall ports and GC survive a failing one).
     last_desired: last_desired::LastDesired,
     /// Ingress changes seen but not yet programmed: key -> (generation, first seen).
@@ -168,6 +173,7 @@ impl Context {
             firewall_lock: tokio::sync::Mutex::new(()),
             gc_runs: coalesce::Coalesced::default(),
             firewall_runs: coalesce::Coalesced::default(),
+            gc_scheduled: std::sync::atomic::AtomicBool::new(false),
             last_desired: last_desired::LastDesired::default(),
             pending: Mutex::new(HashMap::new()),
         }
@@ -377,6 +383,24 @@ impl Context {
         !runs.succeeded_within(self.config.resync_period)
     }
 
+    /// Garbage collection after a sync, in the background: the reconcile does not wait for it
+    /// (it holds the exclusive lock and lists the whole project), and everything asked within
+    /// [`GC_DEBOUNCE`] shares one run. Failures are a `GarbageCollection` Warning on the
+    /// `ingress` that scheduled the run, and make the next reconcile ask again.
+    fn schedule_gc(self: &Arc<Self>, ingress: Arc<Ingress>) {
+        use std::sync::atomic::Ordering;
+        if self.gc_scheduled.swap(true, Ordering::SeqCst) {
+            return; // the scheduled run has not started: it will see this sync too
+        }
+        let ctx = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(GC_DEBOUNCE).await;
+            // Cleared before the run reads anything: a later request schedules another run.
+            ctx.gc_scheduled.store(false, Ordering::SeqCst);
+            let _ = ctx.gc(&ingress, None).await;
+        });
+    }
+
     /// One GC run under the exclusive lock. What is live is read from the stores *after*
     /// taking the lock, so an Ingress whose sync finished meanwhile is seen as live.
     async fn gc_now(
@@ -463,7 +487,7 @@ async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Ac
 
 async fn apply(
     ingress: Arc<Ingress>,
-    ctx: &Context,
+    ctx: &Arc<Context>,
     snapshot: ClusterSnapshot,
 ) -> Result<Action, Error> {
     let key = ObjectKey::of(&*ingress);
@@ -570,10 +594,9 @@ async fn apply(
             .map_err(kube_err)?;
     }
     // Only a change makes garbage (a backend or certificate no longer used); otherwise GC runs
-    // when due. Failures are reported as Events and retried at the next sync; the Ingress
-    // itself is fine.
+    // when due. It runs in the background; the Ingress itself is fine either way.
     if !changes.is_empty() || ctx.due(&ctx.gc_runs) {
-        let _ = ctx.gc(&ingress, None).await;
+        ctx.schedule_gc(ingress.clone());
     }
 
     ctx.programmed(&key);
