@@ -16,7 +16,8 @@
 //!
 //! Steps 3 and 5 are whole-cluster jobs: they run only after a sync that changed something or
 //! when due (once per resync period, after a failure, first thing after start), and reconciles
-//! that ask for them together share one run ([`coalesce`]).
+//! that ask for them together share one run ([`coalesce`]). Step 5 runs in the background,
+//! [`GC_DEBOUNCE`] after it is asked for.
 
 pub mod coalesce;
 pub mod last_desired;
@@ -253,7 +254,7 @@ impl Context {
             .filter(|(k, _)| Some(*k) != exclude)
             .filter(|(_, i)| i.metadata.deletion_timestamp.is_none())
             .filter(|(_, i)| owns_ingress(snapshot, i, &self.config.translate))
-            .map(|(_, i)| i)
+            .map(|(_, i)| i.as_ref())
             .collect()
     }
 

@@ -206,8 +206,10 @@ impl Stores {
             K: SnapshotObject + Clone + kube::runtime::reflector::Lookup,
             <K as kube::runtime::reflector::Lookup>::DynamicType: Eq + std::hash::Hash + Clone,
         {
+            // The stores' own Arcs: a snapshot shares the objects instead of copying them
+            // (it is taken per reconcile, so a copy would cost O(cluster size) each time).
             for object in store.state() {
-                s.insert((*object).clone());
+                s.insert_shared(object);
             }
         }
         let mut s = ClusterSnapshot::default();

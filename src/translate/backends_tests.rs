@@ -4,6 +4,7 @@
 use super::test_support::{config, snapshot_from_yaml};
 use super::*;
 use crate::crd::BackendConfig;
+use std::sync::Arc;
 
 fn features() -> ClusterSnapshot {
     snapshot_from_yaml(
@@ -48,6 +49,7 @@ fn removing_the_backend_config_returns_every_field_to_the_default() {
     let shop = snapshot
         .services
         .get_mut(&ObjectKey::new("default", "shop"))
+        .map(Arc::make_mut)
         .unwrap();
     shop.metadata
         .annotations
@@ -94,6 +96,7 @@ fn security_policy_empty_name_means_no_policy() {
     let bc: &mut BackendConfig = snapshot
         .backend_configs
         .get_mut(&ObjectKey::new("default", "shop-bc"))
+        .map(Arc::make_mut)
         .unwrap();
     bc.spec.security_policy.as_mut().unwrap().name = String::new();
     assert_eq!(
@@ -110,6 +113,7 @@ fn health_check_follows_the_current_probe() {
     let shop = snapshot
         .services
         .get_mut(&ObjectKey::new("default", "shop"))
+        .map(Arc::make_mut)
         .unwrap();
     shop.metadata
         .annotations
@@ -119,6 +123,7 @@ fn health_check_follows_the_current_probe() {
     let pod = snapshot
         .pods
         .get_mut(&ObjectKey::new("default", "shop-b"))
+        .map(Arc::make_mut)
         .unwrap();
     let probe = pod.spec.as_mut().unwrap().containers[0]
         .readiness_probe
@@ -138,6 +143,7 @@ fn health_check_follows_the_current_probe() {
     let pod = snapshot
         .pods
         .get_mut(&ObjectKey::new("default", "shop-b"))
+        .map(Arc::make_mut)
         .unwrap();
     let http = pod.spec.as_mut().unwrap().containers[0]
         .readiness_probe
@@ -173,6 +179,7 @@ fn https_backends_use_only_https_probes() {
     let pod = snapshot
         .pods
         .get_mut(&ObjectKey::new("default", "secure-api-1"))
+        .map(Arc::make_mut)
         .unwrap();
     pod.spec.as_mut().unwrap().containers[0]
         .readiness_probe
@@ -231,6 +238,7 @@ fn unknown_app_protocol_and_missing_backend_config_are_errors() {
     let api = snapshot
         .services
         .get_mut(&ObjectKey::new("default", "secure-api"))
+        .map(Arc::make_mut)
         .unwrap();
     api.metadata.annotations.as_mut().unwrap().insert(
         "cloud.google.com/app-protocols".into(),
@@ -257,6 +265,7 @@ fn iap_credentials_come_from_the_secret() {
     let bc = snapshot
         .backend_configs
         .get_mut(&ObjectKey::new("default", "shop-bc"))
+        .map(Arc::make_mut)
         .unwrap();
     bc.spec.iap = Some(crate::crd::backend_config::IapConfig {
         enabled: true,
@@ -310,6 +319,7 @@ fn certificates_are_ordered_and_rotation_renames_them() {
     let secret = snapshot
         .secrets
         .get_mut(&ObjectKey::new("default", "shop-tls"))
+        .map(Arc::make_mut)
         .unwrap();
     secret.data.as_mut().unwrap().insert(
         "tls.crt".into(),
@@ -332,6 +342,7 @@ fn too_many_certificates_is_an_error() {
     let ing = snapshot
         .ingresses
         .get_mut(&ObjectKey::new("default", "shop"))
+        .map(Arc::make_mut)
         .unwrap();
     let names: Vec<String> = (0..14).map(|i| format!("c{i}")).collect();
     ing.metadata.annotations.as_mut().unwrap().insert(
@@ -417,6 +428,7 @@ fn invalid_certificate_and_address_names_are_never_sent() {
         let ing = snapshot
             .ingresses
             .get_mut(&ObjectKey::new("default", "shop"))
+            .map(Arc::make_mut)
             .unwrap();
         ing.metadata
             .annotations

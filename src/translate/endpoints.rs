@@ -125,7 +125,7 @@ fn attachable(snapshot: &ClusterSnapshot, namespace: &str, endpoint: &Endpoint) 
                 .pods
                 .get(&ObjectKey::new(ns, r.name.clone().unwrap_or_default()))
         })
-        .is_some_and(waits_only_for_neg_gate)
+        .is_some_and(|pod| waits_only_for_neg_gate(pod))
 }
 
 /// True when the Pod has the NEG readiness gate, its containers are ready, the gate's

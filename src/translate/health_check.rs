@@ -67,7 +67,7 @@ pub fn probe_settings(
         .filter(|s| !s.is_empty())?;
     let namespace = service.metadata.namespace.as_deref().unwrap_or("");
     let mut pods: Vec<&Pod> = in_namespace(&snapshot.pods, namespace)
-        .map(|(_, p)| p)
+        .map(|(_, p)| p.as_ref())
         .filter(|p| {
             let labels = p.metadata.labels.as_ref();
             selector

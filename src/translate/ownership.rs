@@ -52,7 +52,7 @@ pub fn owns_ingress(
         .values()
         .filter(|c| is_default(c))
         .peekable();
-    defaults.peek().is_none() || defaults.any(is_ours)
+    defaults.peek().is_none() || defaults.any(|c| is_ours(c))
 }
 
 fn is_ours(class: &IngressClass) -> bool {

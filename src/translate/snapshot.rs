@@ -1,6 +1,7 @@
 //! The cluster objects translation reads: a point-in-time copy of the controller's stores.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -48,30 +49,35 @@ impl std::fmt::Display for ObjectKey {
 #[derive(Clone, Debug, Default)]
 pub struct ClusterSnapshot {
     /// Ingresses (all classes; ownership is decided by `owns_ingress`).
-    pub ingresses: BTreeMap<ObjectKey, Ingress>,
+    pub ingresses: BTreeMap<ObjectKey, Arc<Ingress>>,
     /// Services.
-    pub services: BTreeMap<ObjectKey, Service>,
+    pub services: BTreeMap<ObjectKey, Arc<Service>>,
     /// EndpointSlices, keyed by the slice's own namespace/name; linked to their Service by the
     /// label `kubernetes.io/service-name`.
-    pub endpoint_slices: BTreeMap<ObjectKey, EndpointSlice>,
+    pub endpoint_slices: BTreeMap<ObjectKey, Arc<EndpointSlice>>,
     /// Pods (for readiness probes and readiness gates).
-    pub pods: BTreeMap<ObjectKey, Pod>,
+    pub pods: BTreeMap<ObjectKey, Arc<Pod>>,
     /// IngressClasses (cluster scoped: namespace `""`).
-    pub ingress_classes: BTreeMap<ObjectKey, IngressClass>,
+    pub ingress_classes: BTreeMap<ObjectKey, Arc<IngressClass>>,
     /// Secrets referenced by `spec.tls` (type `kubernetes.io/tls`).
-    pub secrets: BTreeMap<ObjectKey, Secret>,
+    pub secrets: BTreeMap<ObjectKey, Arc<Secret>>,
     /// BackendConfigs.
-    pub backend_configs: BTreeMap<ObjectKey, BackendConfig>,
+    pub backend_configs: BTreeMap<ObjectKey, Arc<BackendConfig>>,
     /// FrontendConfigs.
-    pub frontend_configs: BTreeMap<ObjectKey, FrontendConfig>,
+    pub frontend_configs: BTreeMap<ObjectKey, Arc<FrontendConfig>>,
     /// ManagedCertificates.
-    pub managed_certificates: BTreeMap<ObjectKey, ManagedCertificate>,
+    pub managed_certificates: BTreeMap<ObjectKey, Arc<ManagedCertificate>>,
 }
 
 impl ClusterSnapshot {
     /// Inserts an object into the map for its kind, keyed by its metadata.
     pub fn insert<K: SnapshotObject>(&mut self, object: K) {
-        object.insert_into(self);
+        K::insert_into(Arc::new(object), self);
+    }
+
+    /// Inserts a shared object (a reflector store's own `Arc`: no copy of the object).
+    pub fn insert_shared<K: SnapshotObject>(&mut self, object: Arc<K>) {
+        K::insert_into(object, self);
     }
 }
 
@@ -87,15 +93,15 @@ pub fn in_namespace<'a, V>(
 
 /// Kinds a [`ClusterSnapshot`] holds; lets tests and the controller insert generically.
 pub trait SnapshotObject: ResourceExt + Sized {
-    /// Inserts `self` into the right map of `snapshot`.
-    fn insert_into(self, snapshot: &mut ClusterSnapshot);
+    /// Inserts `object` into the right map of `snapshot`.
+    fn insert_into(object: Arc<Self>, snapshot: &mut ClusterSnapshot);
 }
 
 macro_rules! snapshot_object {
     ($kind:ty, $field:ident) => {
         impl SnapshotObject for $kind {
-            fn insert_into(self, snapshot: &mut ClusterSnapshot) {
-                snapshot.$field.insert(ObjectKey::of(&self), self);
+            fn insert_into(object: Arc<Self>, snapshot: &mut ClusterSnapshot) {
+                snapshot.$field.insert(ObjectKey::of(&*object), object);
             }
         }
     };
