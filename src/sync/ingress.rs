@@ -7,6 +7,7 @@
 //! name so two workers do not attach the same endpoints at the same time.
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use google_cloud_compute_v1::model;
@@ -124,63 +125,51 @@ pub async fn sync_frontend(
         status.ip = status.ip.or(ip);
     }
 
-    // Parts no longer wanted, users first. Look before deleting: a DELETE of something absent
-    // is still a mutating call, and a no-op resync must send none.
-    let err = |kind| move |e| SyncError::compute(kind, "(get)", e);
+    // Parts no longer wanted, users first.
     if frontend.http_forwarding_rule.is_none() {
         let name = namer.http_forwarding_rule();
-        if compute
-            .get_forwarding_rule(&name)
-            .await
-            .map_err(err(forwarding_rules::KIND))?
-            .is_some()
-        {
-            forwarding_rules::delete(compute, &name, changes).await?;
-        }
+        delete_if_present(
+            forwarding_rules::KIND,
+            || compute.get_forwarding_rule(&name),
+            || forwarding_rules::delete(compute, &name, changes),
+        )
+        .await?;
     }
     if frontend.target_http_proxy.is_none() {
         let name = namer.target_http_proxy();
-        if compute
-            .get_target_http_proxy(&name)
-            .await
-            .map_err(err(target_http_proxies::KIND))?
-            .is_some()
-        {
-            target_http_proxies::delete(compute, &name, changes).await?;
-        }
+        delete_if_present(
+            target_http_proxies::KIND,
+            || compute.get_target_http_proxy(&name),
+            || target_http_proxies::delete(compute, &name, changes),
+        )
+        .await?;
     }
     if frontend.https_forwarding_rule.is_none() {
         let name = namer.https_forwarding_rule();
-        if compute
-            .get_forwarding_rule(&name)
-            .await
-            .map_err(err(forwarding_rules::KIND))?
-            .is_some()
-        {
-            forwarding_rules::delete(compute, &name, changes).await?;
-        }
+        delete_if_present(
+            forwarding_rules::KIND,
+            || compute.get_forwarding_rule(&name),
+            || forwarding_rules::delete(compute, &name, changes),
+        )
+        .await?;
     }
     if frontend.target_https_proxy.is_none() {
         let name = namer.target_https_proxy();
-        if compute
-            .get_target_https_proxy(&name)
-            .await
-            .map_err(err(target_https_proxies::KIND))?
-            .is_some()
-        {
-            target_https_proxies::delete(compute, &name, changes).await?;
-        }
+        delete_if_present(
+            target_https_proxies::KIND,
+            || compute.get_target_https_proxy(&name),
+            || target_https_proxies::delete(compute, &name, changes),
+        )
+        .await?;
     }
     if frontend.redirect_url_map.is_none() {
         let name = namer.redirect_url_map();
-        if compute
-            .get_url_map(&name)
-            .await
-            .map_err(err(url_maps::KIND))?
-            .is_some()
-        {
-            url_maps::delete(compute, &name, changes).await?;
-        }
+        delete_if_present(
+            url_maps::KIND,
+            || compute.get_url_map(&name),
+            || url_maps::delete(compute, &name, changes),
+        )
+        .await?;
     }
     let keep: Vec<&str> = frontend
         .ssl_certificates
@@ -190,6 +179,28 @@ pub async fn sync_frontend(
     ssl_certificates::delete_stale(compute, &namer.ssl_certificate_prefix(), &keep, changes)
         .await?;
     Ok(status)
+}
+
+/// Deletes a `kind` resource when `get` finds it. Looking first matters: a DELETE of something
+/// absent is still a mutating call, and a no-op resync must send none.
+async fn delete_if_present<T, G, GF, D, DF>(
+    kind: &'static str,
+    get: G,
+    delete: D,
+) -> Result<(), SyncError>
+where
+    G: FnOnce() -> GF,
+    GF: Future<Output = crate::compute::Result<Option<T>>>,
+    D: FnOnce() -> DF,
+    DF: Future<Output = Result<(), SyncError>>,
+{
+    let found = get()
+        .await
+        .map_err(|e| SyncError::compute(kind, "(get)", e))?;
+    if found.is_some() {
+        delete().await?;
+    }
+    Ok(())
 }
 
 /// Deletes every frontend resource of one Ingress, users before what they use, the managed
