@@ -204,20 +204,52 @@ where
 }
 
 /// Deletes every frontend resource of one Ingress, users before what they use, the managed
-/// static address included.
+/// static address included. Only what exists is deleted: most Ingresses have no HTTPS part,
+/// redirect map or managed address, and a DELETE of something absent is still a write against
+/// the project's write quota (a 404 in the audit log).
 pub async fn delete_frontend(
     compute: &Compute,
     namer: &FrontendNamer,
     changes: &mut Changes,
 ) -> Result<(), SyncError> {
-    forwarding_rules::delete(compute, &namer.http_forwarding_rule(), changes).await?;
-    forwarding_rules::delete(compute, &namer.https_forwarding_rule(), changes).await?;
-    target_http_proxies::delete(compute, &namer.target_http_proxy(), changes).await?;
-    target_https_proxies::delete(compute, &namer.target_https_proxy(), changes).await?;
-    url_maps::delete(compute, &namer.url_map(), changes).await?;
-    url_maps::delete(compute, &namer.redirect_url_map(), changes).await?;
+    for name in [namer.http_forwarding_rule(), namer.https_forwarding_rule()] {
+        delete_if_present(
+            forwarding_rules::KIND,
+            || compute.get_forwarding_rule(&name),
+            || forwarding_rules::delete(compute, &name, changes),
+        )
+        .await?;
+    }
+    let name = namer.target_http_proxy();
+    delete_if_present(
+        target_http_proxies::KIND,
+        || compute.get_target_http_proxy(&name),
+        || target_http_proxies::delete(compute, &name, changes),
+    )
+    .await?;
+    let name = namer.target_https_proxy();
+    delete_if_present(
+        target_https_proxies::KIND,
+        || compute.get_target_https_proxy(&name),
+        || target_https_proxies::delete(compute, &name, changes),
+    )
+    .await?;
+    for name in [namer.url_map(), namer.redirect_url_map()] {
+        delete_if_present(
+            url_maps::KIND,
+            || compute.get_url_map(&name),
+            || url_maps::delete(compute, &name, changes),
+        )
+        .await?;
+    }
     // The managed static IP, once no rule uses it (named like the HTTP rule; a user's
     // `global-static-ip-name` address never is).
-    addresses::delete(compute, &namer.http_forwarding_rule(), changes).await?;
+    let name = namer.http_forwarding_rule();
+    delete_if_present(
+        addresses::KIND,
+        || compute.get_global_address(&name),
+        || addresses::delete(compute, &name, changes),
+    )
+    .await?;
     ssl_certificates::delete_stale(compute, &namer.ssl_certificate_prefix(), &[], changes).await
 }

@@ -682,3 +682,61 @@ async fn https_proxy_ssl_policy_is_left_alone_removed_or_set() {
         assert_eq!(changes.len(), 1, "{policy:?}: {changes:?}");
     }
 }
+
+/// Deleting an Ingress's frontend sends a DELETE only for what exists: most Ingresses have no
+/// HTTPS part, redirect URL map or managed address, and a DELETE of something absent is still
+/// a write against the project's quota.
+#[tokio::test]
+async fn delete_frontend_deletes_only_what_exists() {
+    let server = MockServer::start().await;
+    let namer =
+        crate::translate::namer::FrontendNamer::new("uid12345", "kube-system-uid", "shop", "web");
+    let g = "/compute/v1/projects/p1/global";
+    let present = [
+        format!("{g}/forwardingRules/{}", namer.http_forwarding_rule()),
+        format!("{g}/targetHttpProxies/{}", namer.target_http_proxy()),
+        format!("{g}/urlMaps/{}", namer.url_map()),
+    ];
+    for p in &present {
+        let name = p.rsplit('/').next().unwrap_or_default();
+        Mock::given(method("GET"))
+            .and(path(p.as_str()))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"name": name})))
+            .mount(&server)
+            .await;
+        Mock::given(method("DELETE"))
+            .and(path(p.as_str()))
+            .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-d")))
+            .expect(1)
+            .named(format!("DELETE {name}"))
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("GET"))
+        .and(path(format!("{g}/sslCertificates")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": []})))
+        .mount(&server)
+        .await;
+    // Everything else is absent, and must not be deleted.
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(404).set_body_json(
+            json!({"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}}),
+        ))
+        .with_priority(20)
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .respond_with(ResponseTemplate::new(500))
+        .with_priority(20)
+        .expect(0)
+        .named("DELETE of an absent resource")
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let mut changes = Changes::new();
+    ingress::delete_frontend(&compute, &namer, &mut changes)
+        .await
+        .unwrap();
+    let done: BTreeSet<String> = changes.iter().map(|c| c.to_string()).collect();
+    assert_eq!(done.len(), 3, "{done:?}");
+}
