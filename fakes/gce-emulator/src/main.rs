@@ -14,7 +14,9 @@ use gce_emulator::store::State;
 use gce_emulator::{api, state_file};
 
 /// mimalloc instead of glibc malloc: the data plane allocates and frees small buffers, header
-/// maps and futures on every request, where glibc's arenas cost measurably more CPU.
+/// maps and futures on every request, where glibc's arenas cost measurably more CPU. The `v2`
+/// line (Cargo.toml): its allocation path took 690 instructions per proxied request against
+/// v3's 1,115 (callgrind, keep-alive benchmark).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
