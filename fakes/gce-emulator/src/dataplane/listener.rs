@@ -19,7 +19,7 @@ use std::time::Duration;
 use arc_swap::ArcSwapOption;
 use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -48,14 +48,14 @@ impl Serving {
     /// Serving state allowing `max_connections` client connections.
     pub fn new(ctx: Arc<ProxyContext>, max_connections: usize) -> Serving {
         let mut h1 = http1::Builder::new();
-        h1.timer(TokioTimer::new())
+        h1.timer(ctx.timer.clone())
             .header_read_timeout(HEADER_READ_TIMEOUT)
             .max_buf_size(MAX_HEADER_BYTES)
             // Small proxied messages: one flattened buffer beats a writev of several pieces.
             .writev(false)
             .keep_alive(true);
         let mut h2 = http2::Builder::new(TokioExecutor::new());
-        h2.timer(TokioTimer::new())
+        h2.timer(ctx.timer.clone())
             .max_header_list_size(MAX_HEADER_BYTES as u32)
             .max_concurrent_streams(1000);
         Serving {

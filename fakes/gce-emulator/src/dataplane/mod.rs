@@ -11,6 +11,7 @@
 
 pub mod access_log;
 pub mod backend_service;
+pub mod coarse_timer;
 pub mod compile;
 pub mod health;
 pub mod listener;
@@ -171,6 +172,7 @@ async fn run(
     let ctx = Arc::new(ProxyContext {
         upstream: upstream::Upstream::default(),
         access_log,
+        timer: coarse_timer::CoarseTimer::start(),
     });
     let serving = Arc::new(Serving::new(ctx, DEFAULT_MAX_CONNECTIONS));
     let mut manager = Manager {

@@ -23,8 +23,9 @@ use hyper::body::Incoming;
 
 use crate::dataplane::access_log::{AccessLog, AccessRecord};
 use crate::dataplane::backend_service::{
-    affinity_cookie_value, BackendProtocol, BackendService, Endpoint,
+    affinity_cookie_value, BackendProtocol, BackendService, Endpoint, SessionAffinity,
 };
+use crate::dataplane::coarse_timer::CoarseTimer;
 use crate::dataplane::compile::Frontend;
 use crate::dataplane::security_policy::Verdict;
 use crate::dataplane::upstream::{Upstream, UpstreamBody};
@@ -37,22 +38,46 @@ static VIA: HeaderValue = HeaderValue::from_static("1.1 google");
 static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 static VIA_NAME: HeaderName = HeaderName::from_static("via");
-/// Hop-by-hop headers (RFC 9110 section 7.6.1) a proxy must not forward.
-static HOP_BY_HOP: [HeaderName; 6] = [
+/// Hop-by-hop headers (RFC 9110 section 7.6.1) a proxy must not forward, then `Connection`.
+static HOP_BY_HOP: [HeaderName; 7] = [
     HeaderName::from_static("keep-alive"),
     HeaderName::from_static("proxy-connection"),
     http::header::TE,
     http::header::TRAILER,
     http::header::TRANSFER_ENCODING,
     http::header::PROXY_AUTHENTICATE,
+    CONNECTION,
 ];
 
-/// Removes hop-by-hop headers; most messages carry none, so only look when worth it.
-fn remove_hop_by_hop(h: &mut http::HeaderMap) {
-    for n in &HOP_BY_HOP {
-        if h.contains_key(n) {
-            h.remove(n);
+/// The index of `name` in [`HOP_BY_HOP`]. A `match` on the string compiles to a switch on its
+/// length, so the usual names are passed over at once.
+fn hop_by_hop_index(name: &str) -> Option<usize> {
+    match name {
+        "keep-alive" => Some(0),
+        "proxy-connection" => Some(1),
+        "te" => Some(2),
+        "trailer" => Some(3),
+        "transfer-encoding" => Some(4),
+        "proxy-authenticate" => Some(5),
+        "connection" => Some(6),
+        _ => None,
+    }
+}
+
+/// Removes hop-by-hop headers, and `Connection` too unless `keep_connection` (an upgrade needs
+/// it). One pass over the names present (a handful on most messages) notes which to remove, so
+/// only those cost a hashed removal; a lookup per hop-by-hop name cost more than all the rest
+/// of the header rewriting.
+fn remove_hop_by_hop(h: &mut http::HeaderMap, keep_connection: bool) {
+    let mut found = [false; HOP_BY_HOP.len()];
+    for k in h.keys() {
+        if let Some(i) = hop_by_hop_index(k.as_str()) {
+            found[i] = true;
         }
+    }
+    found[HOP_BY_HOP.len() - 1] &= !keep_connection;
+    for (n, _) in HOP_BY_HOP.iter().zip(found).filter(|(_, f)| *f) {
+        h.remove(n);
     }
 }
 
@@ -107,6 +132,8 @@ pub struct ProxyContext {
     pub upstream: Upstream,
     /// Access log, when configured.
     pub access_log: Option<AccessLog>,
+    /// Per-request deadlines (`timeoutSec`, hyper's header read timeout).
+    pub timer: CoarseTimer,
 }
 
 fn local(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
@@ -281,11 +308,12 @@ async fn forward(
             );
         }
     }
-    let Some(pick) = bs.pick(
-        conn.client.ip(),
-        affinity_cookie_value(req.headers()),
-        rand::random(),
-    ) else {
+    // Only GENERATED_COOKIE affinity reads the `GCLB` cookie: skip parsing cookies otherwise.
+    let cookie = match bs.affinity {
+        SessionAffinity::GeneratedCookie { .. } => affinity_cookie_value(req.headers()),
+        _ => None,
+    };
+    let Some(pick) = bs.pick(conn.client.ip(), cookie, rand::random()) else {
         let why = format!("backend service {} has no healthy endpoint", bs.key);
         return (bad_gateway("failed_to_pick_backend", why), Some(bs));
     };
@@ -294,7 +322,7 @@ async fn forward(
         r.endpoint = ep.addr.to_string();
     }
 
-    // The upstream request: same method, headers and body; absolute URI to the endpoint.
+    // The upstream request: same method, headers and body.
     let mut path_and_query = orig_uri.path_and_query().cloned();
     let mut host_value = None;
     if let Some(rw) = &fwd.rewrite {
@@ -317,33 +345,17 @@ async fn forward(
             .as_deref()
             .and_then(|h| HeaderValue::from_str(h).ok());
     }
-    let scheme = if bs.protocol == BackendProtocol::Http {
-        http::uri::Scheme::HTTP
-    } else {
-        http::uri::Scheme::HTTPS
-    };
-    let mut parts = http::uri::Parts::default();
-    parts.scheme = Some(scheme);
-    parts.authority = Some(ep.authority.clone());
-    parts.path_and_query =
-        path_and_query.or_else(|| Some(http::uri::PathAndQuery::from_static("/")));
-    let uri = match Uri::from_parts(parts) {
-        Ok(u) => u,
-        Err(e) => {
-            return (
-                local(StatusCode::BAD_REQUEST, format!("400 Bad Request: {e}\n")),
-                Some(bs),
-            )
-        }
-    };
+    // Origin form (`/path?query`); upstream::send adds scheme and authority where its client
+    // needs them. An origin-form request that was not rewritten keeps its URI as it is.
+    if path_and_query.as_ref() != orig_uri.path_and_query() || orig_uri.authority().is_some() {
+        *req.uri_mut() =
+            Uri::from(path_and_query.unwrap_or_else(|| http::uri::PathAndQuery::from_static("/")));
+    }
     let upgrade = req.headers().contains_key(UPGRADE);
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
     let version = req.version();
     let headers = req.headers_mut();
-    remove_hop_by_hop(headers);
-    if !upgrade {
-        headers.remove(CONNECTION);
-    }
+    remove_hop_by_hop(headers, upgrade);
     if let Some(h) = host_value {
         headers.insert(HOST, h);
     } else if !headers.contains_key(HOST) {
@@ -368,7 +380,6 @@ async fn forward(
             headers.insert(name.clone(), v);
         }
     }
-    *req.uri_mut() = uri;
     *req.version_mut() = if bs.protocol == BackendProtocol::Http2 {
         http::Version::HTTP_2
     } else {
@@ -377,7 +388,10 @@ async fn forward(
 
     ep.in_flight.fetch_add(1, Ordering::Relaxed);
     let guard = InFlight(ep.clone());
-    let sent = tokio::time::timeout(bs.timeout, ctx.upstream.send(bs.protocol, &ep, req)).await;
+    let sent = ctx
+        .timer
+        .timeout(bs.timeout, ctx.upstream.send(bs.protocol, &ep, req))
+        .await;
     let mut resp = match sent {
         Err(_) => {
             let why = format!(
@@ -419,10 +433,7 @@ async fn forward(
     }
     let switching = resp.status() == StatusCode::SWITCHING_PROTOCOLS;
     let h = resp.headers_mut();
-    remove_hop_by_hop(h);
-    if !switching {
-        h.remove(CONNECTION);
-    }
+    remove_hop_by_hop(h, switching);
     h.append(VIA_NAME.clone(), VIA.clone());
     for (name, template) in &bs.custom_response_headers {
         if let Ok(v) = HeaderValue::from_str(&expand(template, conn, version)) {
@@ -446,5 +457,55 @@ mod tests {
         assert_eq!(strip_port("shop.example:8080"), "shop.example");
         assert_eq!(strip_port("shop.example"), "shop.example");
         assert_eq!(strip_port("[::1]:80"), "[::1]");
+    }
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> http::HeaderMap {
+        pairs
+            .iter()
+            .map(|(k, v)| (HeaderName::from_static(k), HeaderValue::from_static(v)))
+            .collect()
+    }
+
+    fn names(h: &http::HeaderMap) -> Vec<&str> {
+        let mut n: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
+        n.sort_unstable();
+        n
+    }
+
+    #[test]
+    fn hop_by_hop_index_matches_the_name_list() {
+        for (i, name) in HOP_BY_HOP.iter().enumerate() {
+            assert_eq!(hop_by_hop_index(name.as_str()), Some(i), "{name}");
+        }
+        assert_eq!(hop_by_hop_index("host"), None);
+        assert_eq!(hop_by_hop_index("upgrade"), None);
+    }
+
+    #[test]
+    fn removes_only_hop_by_hop_headers() {
+        let mut h = headers(&[
+            ("host", "shop.example"),
+            ("connection", "keep-alive"),
+            ("keep-alive", "timeout=5"),
+            ("transfer-encoding", "chunked"),
+            ("te", "trailers"),
+            ("x-request-id", "7"),
+        ]);
+        remove_hop_by_hop(&mut h, false);
+        assert_eq!(names(&h), ["host", "x-request-id"]);
+
+        // An upgrade keeps `Connection: upgrade`; the other hop-by-hop headers still go.
+        let mut h = headers(&[
+            ("connection", "upgrade"),
+            ("upgrade", "websocket"),
+            ("proxy-connection", "keep-alive"),
+        ]);
+        remove_hop_by_hop(&mut h, true);
+        assert_eq!(names(&h), ["connection", "upgrade"]);
+
+        // Nothing to remove: untouched.
+        let mut h = headers(&[("host", "shop.example"), ("accept", "*/*")]);
+        remove_hop_by_hop(&mut h, false);
+        assert_eq!(names(&h), ["accept", "host"]);
     }
 }

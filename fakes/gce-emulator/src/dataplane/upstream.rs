@@ -152,26 +152,26 @@ impl Default for Upstream {
 }
 
 impl Upstream {
-    /// Sends `req` (absolute URI `http(s)://ip:port/...`) to `ep` over `protocol`: HTTP through
-    /// the endpoint's own HTTP/1 pool, HTTPS and HTTP2 through the shared TLS clients.
+    /// Sends `req` (origin-form URI, `/path?query`) to `ep` over `protocol`: HTTP through the
+    /// endpoint's own HTTP/1 pool, HTTPS and HTTP2 through the shared TLS clients (which take
+    /// the absolute URI `https://ip:port/path?query` built here).
     pub async fn send(
         &self,
         protocol: BackendProtocol,
         ep: &Arc<Endpoint>,
         mut req: http::Request<Incoming>,
     ) -> Result<http::Response<UpstreamBody>, UpstreamError> {
-        let legacy = match protocol {
-            BackendProtocol::Http => {
-                let pq = req.uri().path_and_query().cloned();
-                *req.uri_mut() = pq
-                    .map(http::Uri::from)
-                    .unwrap_or_else(|| http::Uri::from_static("/"));
-                return send_http1(ep, req).await;
-            }
-            BackendProtocol::Https => self.https.request(req),
-            BackendProtocol::Http2 => self.http2.request(req),
+        let client = match protocol {
+            BackendProtocol::Http => return send_http1(ep, req).await,
+            BackendProtocol::Https => &self.https,
+            BackendProtocol::Http2 => &self.http2,
         };
-        let resp = legacy.await.map_err(UpstreamError::Client)?;
+        let mut parts = http::uri::Parts::default();
+        parts.scheme = Some(http::uri::Scheme::HTTPS);
+        parts.authority = Some(ep.authority.clone());
+        parts.path_and_query = req.uri().path_and_query().cloned();
+        *req.uri_mut() = http::Uri::from_parts(parts).map_err(UpstreamError::Uri)?;
+        let resp = client.request(req).await.map_err(UpstreamError::Client)?;
         Ok(resp.map(|inner| UpstreamBody {
             inner,
             ret: None,
@@ -192,6 +192,9 @@ pub enum UpstreamError {
     /// The pooled TLS client failed.
     #[error("{0:?}")]
     Client(hyper_util::client::legacy::Error),
+    /// The request's path cannot form a URI with the endpoint's address.
+    #[error("invalid upstream URI: {0}")]
+    Uri(http::uri::InvalidUriParts),
 }
 
 impl UpstreamError {
@@ -200,7 +203,7 @@ impl UpstreamError {
     pub fn is_connect(&self) -> bool {
         match self {
             UpstreamError::Connect(_) => true,
-            UpstreamError::Http(_) => false,
+            UpstreamError::Http(_) | UpstreamError::Uri(_) => false,
             UpstreamError::Client(e) => e.is_connect(),
         }
     }
@@ -274,7 +277,7 @@ async fn send_http1(
             }
             None => {
                 fresh = true;
-                break connect_http1(ep.addr).await?;
+                break Box::pin(connect_http1(ep.addr)).await?;
             }
         }
     };
@@ -294,7 +297,7 @@ async fn send_http1(
                 // Not sent (the idle connection was closing): once more on a new connection.
                 Some(r) if !fresh => {
                     req = r;
-                    sender = connect_http1(ep.addr).await?;
+                    sender = Box::pin(connect_http1(ep.addr)).await?;
                     fresh = true;
                 }
                 _ => return Err(UpstreamError::Http(e.into_error())),
