@@ -4,7 +4,7 @@ CARGO ?= cargo
 # Test runner: nextest when installed (faster, per-test processes), else cargo test.
 NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
-.PHONY: demo test build deps crds bench lint fmt clean
+.PHONY: demo test build deps crds bench bench-instructions lint fmt clean
 
 ## Build every binary (operator, gce-emulator, fake-kube-apiserver).
 build:
@@ -39,6 +39,11 @@ crds:
 bench: build
 	bash fakes/gce-emulator/benches/run.sh
 	$(CARGO) bench --workspace --bench converge --profile dev
+
+## User-space instructions per proxied request (valgrind's callgrind; INSTALL=1 installs valgrind,
+## nginx and wrk): steady on a busy machine, where the wall-clock figures of `make bench` are not.
+bench-instructions:
+	bash fakes/gce-emulator/benches/instructions.sh
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -4,9 +4,9 @@
 #
 # 1. builds gce-emulator in release mode and starts it pinned to CPU 0 (like the peers) with ONE
 #    data plane worker thread (--dataplane-threads 1) and ephemeral listener ports;
-# 2. builds one load balancer through the REST API with curl: NEG endpoint 127.0.0.1:18081,
-#    backend service, URL map (host rule shop.example), target HTTP and HTTPS proxies
-#    (self-signed ECDSA P-256 certificate), two global forwarding rules;
+# 2. builds one load balancer through the REST API with curl (lb.sh): NEG endpoint
+#    127.0.0.1:18081, backend service, URL map (host rule shop.example), target HTTP and HTTPS
+#    proxies (self-signed ECDSA P-256 certificate), two global forwarding rules;
 # 3. runs proxy-compare.sh --target http://IP:PORT/ --target-tls https://IP:PORT/ --target-pid PID.
 #
 # The backend service has no health check: proxy-compare.sh starts the backend (127.0.0.1:18081)
@@ -41,53 +41,11 @@ EMU_PID=""
 cleanup() { [[ -n $EMU_PID ]] && kill -TERM "$EMU_PID" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$T"; }
 trap cleanup EXIT
 
-taskset -c "${PCPU:-0}" "$EMULATOR" --listen 127.0.0.1:0 --port-map 80=0,443=0 --dataplane-threads 1 \
-  >"$T/stdout" 2>"$T/stderr" &
-EMU_PID=$!
-for _ in {1..100}; do [[ -s $T/stdout ]] && break; sleep 0.1; done
-BASE=$(head -n1 "$T/stdout")
-[[ $BASE == http://127.0.0.1:* ]] || { cat "$T/stderr" >&2; echo "run.sh: emulator did not start" >&2; exit 1; }
-API=${BASE%/}/compute/v1/projects/bench
-echo "run.sh: emulator $BASE (pid $EMU_PID)" >&2
-
-# call METHOD PATH [JSON]: sends the request, waits for the returned operation, fails on error.
-call() {
-  local out
-  out=$(curl -sS --max-time 30 -X "$1" -H 'content-type: application/json' ${3:+--data "$3"} "$API/$2")
-  if [[ $out == *'"error"'* ]]; then echo "run.sh: $1 $2 failed: $out" >&2; exit 1; fi
-  local link
-  link=$(sed -n 's/.*"selfLink": *"\([^"]*\/operations\/[^"]*\)".*/\1/p' <<<"$out" | head -n1)
-  if [[ -n $link ]]; then
-    curl -sS --max-time 30 -X POST "${API}/${link#*/projects/bench/}/wait" >/dev/null
-  fi
-}
-
-Z=zones/us-central1-a
-call POST $Z/networkEndpointGroups '{"name":"shop-neg","networkEndpointType":"GCE_VM_IP_PORT","defaultPort":18081,"network":"global/networks/default"}'
-call POST $Z/networkEndpointGroups/shop-neg/attachNetworkEndpoints '{"networkEndpoints":[{"ipAddress":"127.0.0.1","port":18081}]}'
-call POST global/backendServices "{\"name\":\"shop\",\"protocol\":\"HTTP\",\"loadBalancingScheme\":\"EXTERNAL\",\"timeoutSec\":30,\"backends\":[{\"group\":\"$API/$Z/networkEndpointGroups/shop-neg\",\"balancingMode\":\"RATE\",\"maxRatePerEndpoint\":100000}]}"
-call POST global/urlMaps "{\"name\":\"shop\",\"defaultService\":\"$API/global/backendServices/shop\",\"hostRules\":[{\"hosts\":[\"shop.example\"],\"pathMatcher\":\"shop\"}],\"pathMatchers\":[{\"name\":\"shop\",\"defaultService\":\"$API/global/backendServices/shop\"}]}"
-call POST global/targetHttpProxies "{\"name\":\"shop\",\"urlMap\":\"$API/global/urlMaps/shop\"}"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=shop.example \
-  -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null
-CERT=$(sed ':a;N;$!ba;s/\n/\\n/g' "$T/cert.pem") KEY=$(sed ':a;N;$!ba;s/\n/\\n/g' "$T/key.pem")
-call POST global/sslCertificates "{\"name\":\"shop\",\"type\":\"SELF_MANAGED\",\"certificate\":\"$CERT\",\"privateKey\":\"$KEY\"}"
-call POST global/targetHttpsProxies "{\"name\":\"shop\",\"urlMap\":\"$API/global/urlMaps/shop\",\"sslCertificates\":[\"$API/global/sslCertificates/shop\"]}"
-call POST global/forwardingRules "{\"name\":\"shop-http\",\"IPProtocol\":\"TCP\",\"portRange\":\"80\",\"loadBalancingScheme\":\"EXTERNAL\",\"target\":\"$API/global/targetHttpProxies/shop\"}"
-call POST global/forwardingRules "{\"name\":\"shop-https\",\"IPProtocol\":\"TCP\",\"portRange\":\"443\",\"loadBalancingScheme\":\"EXTERNAL\",\"target\":\"$API/global/targetHttpsProxies/shop\"}"
-
-sock() { # forwarding rule name -> ip:port from GET /_emulator/listeners (polled, bounded)
-  local s=""
-  for _ in {1..100}; do
-    s=$(curl -sS --max-time 5 "${BASE%/}/_emulator/listeners" | tr '{' '\n' | grep "forwardingRules/$1\"" |
-      sed -n 's/.*"localAddr": *"\([^"]*\)".*/\1/p' | head -n1)
-    [[ -n $s ]] && break
-    sleep 0.1
-  done
-  [[ -n $s ]] || { echo "run.sh: no listener for $1" >&2; exit 1; }
-  echo "$s"
-}
-HTTP=$(sock shop-http) HTTPS=$(sock shop-https)
+# shellcheck source=lb.sh
+source "$HERE/lb.sh"
+lb_emulator taskset -c "${PCPU:-0}" "$EMULATOR"
+lb_build
+HTTP=$(lb_sock shop-http) HTTPS=$(lb_sock shop-https)
 echo "run.sh: target http://$HTTP/ and https://$HTTPS/" >&2
 
 args=(--target "http://$HTTP/" --target-tls "https://$HTTPS/" --target-pid "$EMU_PID")

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Instructions per proxied request (`make bench-instructions`): the data plane's CPU cost counted
+# by valgrind's callgrind. Unlike the wall-clock figures of run.sh it does not move with other
+# load on a shared machine, so a change of a few percent on the request path shows. It counts
+# user-space instructions only: the kernel's share (loopback TCP, about 60 % of the proxy's CPU
+# time, the same as nginx's) is not in it.
+#
+# 1. builds gce-emulator (release) unless EMULATOR is set and starts it under callgrind with
+#    instrumentation off; a backend nginx answers on 127.0.0.1:18081 (a 100-byte body, as in
+#    ../shared/bench/proxy-compare.sh);
+# 2. builds run.sh's load balancer (lb.sh);
+# 3. per scheme (HTTP, HTTPS), after a warm-up: counts instructions over a wrk run of SECS and one
+#    of 2 x SECS seconds (16 keep-alive connections each); instructions per request = the
+#    difference of the counts over the difference of the requests, which cancels what a run
+#    costs once (new connections, TLS handshakes).
+#
+# Environment: EMULATOR (prebuilt binary, skips the build), SECS (default 5), INSTALL=1 (apt-get
+# install valgrind nginx wrk first). Only 127.0.0.1 and the emulator's loopback addresses are
+# contacted; every run is bounded in time.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../../.." && pwd)
+SECS=${SECS:-5}
+if [[ ${INSTALL:-0} == 1 ]]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind nginx wrk >&2
+fi
+for c in valgrind callgrind_control nginx wrk curl openssl; do
+  command -v $c >/dev/null || { echo "instructions.sh: $c missing (INSTALL=1 installs it)" >&2; exit 2; }
+done
+if [[ -z ${EMULATOR:-} ]]; then
+  (cd "$REPO" && cargo build -q --release -p gce-emulator --bin gce-emulator)
+  TARGET_DIR=$(cd "$REPO" && cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+  EMULATOR=$TARGET_DIR/release/gce-emulator
+fi
+(exec 3<>/dev/tcp/127.0.0.1/18081) 2>/dev/null && { echo "instructions.sh: 127.0.0.1:18081 is in use" >&2; exit 2; }
+
+T=$(mktemp -d /tmp/dataplane-instructions.XXXXXX)
+EMU_PID="" BE_PID=""
+cleanup() {
+  for p in $EMU_PID $BE_PID; do kill -TERM "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+mkdir -p "$T/backend"
+PAD=$(printf 'x%.0s' {1..95})
+cat >"$T/backend.conf" <<EOF
+daemon off; worker_processes 1; pid $T/backend/nginx.pid; error_log $T/backend/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off; default_type text/plain; keepalive_requests 1000000;
+  client_body_temp_path $T/backend/cb; proxy_temp_path $T/backend/px; fastcgi_temp_path $T/backend/fc;
+  uwsgi_temp_path $T/backend/uw; scgi_temp_path $T/backend/sc;
+  server { listen 127.0.0.1:18081; return 200 "shop$PAD\n"; }
+}
+EOF
+nginx -p "$T/backend" -c "$T/backend.conf" -e "$T/backend/error.log" >"$T/backend.log" 2>&1 &
+BE_PID=$!
+
+# shellcheck source=lb.sh
+source "$HERE/lb.sh"
+lb_emulator valgrind -q --tool=callgrind --instr-atstart=no --callgrind-out-file="$T/cg.%p" "$EMULATOR"
+lb_build
+HTTP=$(lb_sock shop-http) HTTPS=$(lb_sock shop-https)
+callgrind_control -i on "$EMU_PID" >/dev/null
+
+# window URL SECS: "requests instructions" of one wrk run, the counters zeroed before it.
+window() {
+  local before n ir dump=""
+  before=$(ls "$T"/cg."$EMU_PID".* 2>/dev/null | wc -l)
+  callgrind_control -z "$EMU_PID" >/dev/null
+  n=$(wrk -t1 -c16 -d"$2"s -H 'Host: shop.example' "$1" | awk '/requests in/{print $1}')
+  callgrind_control -d "$EMU_PID" >/dev/null
+  for _ in {1..100}; do # bounded wait for the dump file
+    dump=$(ls -t "$T"/cg."$EMU_PID".* 2>/dev/null | head -n1)
+    [[ $(ls "$T"/cg."$EMU_PID".* 2>/dev/null | wc -l) -gt $before ]] && break
+    sleep 0.1
+  done
+  ir=$(awk '/^totals:/{print $2}' "$dump")
+  [[ -n $n && -n $ir ]] || { echo "instructions.sh: no count for $1" >&2; exit 1; }
+  echo "$n $ir"
+}
+
+echo "| scheme | requests (runs of ${SECS} s and $((2 * SECS)) s) | user-space instructions per request |"
+echo "|---|---:|---:|"
+for scheme in http https; do
+  sock=$HTTP; [[ $scheme == https ]] && sock=$HTTPS
+  url=$scheme://$sock/
+  wrk -t1 -c16 -d2s -H 'Host: shop.example' "$url" >/dev/null # warm-up: pools, caches
+  read -r n1 i1 <<<"$(window "$url" "$SECS")"
+  read -r n2 i2 <<<"$(window "$url" $((2 * SECS)))"
+  (( n2 > n1 )) || { echo "instructions.sh: the longer run served fewer requests ($n2 <= $n1)" >&2; exit 1; }
+  echo "| $scheme keep-alive | $n1 / $n2 | $(( (i2 - i1) / (n2 - n1) )) |"
+done
