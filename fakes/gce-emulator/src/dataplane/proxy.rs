@@ -323,7 +323,7 @@ async fn forward(
     }
 
     // The upstream request: same method, headers and body.
-    let mut path_and_query = orig_uri.path_and_query().cloned();
+    let mut rewritten: Option<http::uri::PathAndQuery> = None;
     let mut host_value = None;
     if let Some(rw) = &fwd.rewrite {
         if let Some(prefix) = &rw.path_prefix_rewrite {
@@ -333,7 +333,7 @@ async fn forward(
                 p.push_str(q);
             }
             match p.parse() {
-                Ok(pq) => path_and_query = Some(pq),
+                Ok(pq) => rewritten = Some(pq),
                 Err(e) => {
                     let why = format!("pathPrefixRewrite gives an invalid path {p:?}: {e}");
                     return (bad_gateway("invalid_url_rewrite", why), Some(bs));
@@ -347,9 +347,18 @@ async fn forward(
     }
     // Origin form (`/path?query`); upstream::send adds scheme and authority where its client
     // needs them. An origin-form request that was not rewritten keeps its URI as it is.
-    if path_and_query.as_ref() != orig_uri.path_and_query() || orig_uri.authority().is_some() {
-        *req.uri_mut() =
-            Uri::from(path_and_query.unwrap_or_else(|| http::uri::PathAndQuery::from_static("/")));
+    let origin_form = match rewritten {
+        Some(pq) => Some(pq),
+        None if orig_uri.authority().is_some() => Some(
+            orig_uri
+                .path_and_query()
+                .cloned()
+                .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/")),
+        ),
+        None => None,
+    };
+    if let Some(pq) = origin_form {
+        *req.uri_mut() = Uri::from(pq);
     }
     let upgrade = req.headers().contains_key(UPGRADE);
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
