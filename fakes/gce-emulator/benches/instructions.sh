@@ -28,12 +28,9 @@ fi
 for c in valgrind callgrind_control nginx wrk curl openssl; do
   command -v $c >/dev/null || { echo "instructions.sh: $c missing (INSTALL=1 installs it)" >&2; exit 2; }
 done
-if [[ -z ${EMULATOR:-} ]]; then
-  (cd "$REPO" && cargo build -q --release -p gce-emulator --bin gce-emulator)
-  TARGET_DIR=$(cd "$REPO" && cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-  EMULATOR=$TARGET_DIR/release/gce-emulator
-fi
+# shellcheck source=lb.sh
+source "$HERE/lb.sh"
+lb_binary
 (exec 3<>/dev/tcp/127.0.0.1/18081) 2>/dev/null && { echo "instructions.sh: 127.0.0.1:18081 is in use" >&2; exit 2; }
 
 T=$(mktemp -d /tmp/dataplane-instructions.XXXXXX)
@@ -60,8 +57,6 @@ EOF
 nginx -p "$T/backend" -c "$T/backend.conf" -e "$T/backend/error.log" >"$T/backend.log" 2>&1 &
 BE_PID=$!
 
-# shellcheck source=lb.sh
-source "$HERE/lb.sh"
 lb_emulator valgrind -q --tool=callgrind --instr-atstart=no --callgrind-out-file="$T/cg.%p" "$EMULATOR"
 lb_build
 HTTP=$(lb_sock shop-http) HTTPS=$(lb_sock shop-https)

@@ -1,6 +1,8 @@
 # lb.sh: sourced by the data plane benchmarks (run.sh, instructions.sh). Starts gce-emulator and
 # builds the benchmark's load balancer through the REST API with curl.
 #
+#   lb_binary           sets EMULATOR to the release gce-emulator, building it, unless set already.
+#                       Needs REPO, the repository root.
 #   lb_emulator CMD...  starts `CMD --listen 127.0.0.1:0 --port-map 80=0,443=0
 #                       --dataplane-threads 1` in the background (CMD: the emulator binary, maybe
 #                       behind taskset or valgrind); sets EMU_PID, BASE (its URL) and API. Needs T,
@@ -13,6 +15,16 @@
 # The backend service has no health check: a benchmark may start its backend on 127.0.0.1:18081
 # after the load balancer exists and send traffic at once, before a probe could pass.
 # Only 127.0.0.1 and the emulator's loopback addresses are contacted.
+
+lb_binary() {
+  [[ -n ${EMULATOR:-} ]] && return
+  (cd "$REPO" && cargo build -q --release -p gce-emulator --bin gce-emulator)
+  # The release binary lives in cargo's target directory, wherever CARGO_TARGET_DIR puts it.
+  local target_dir
+  target_dir=$(cd "$REPO" && cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+  EMULATOR=$target_dir/release/gce-emulator
+}
 
 lb_emulator() {
   "$@" --listen 127.0.0.1:0 --port-map 80=0,443=0 --dataplane-threads 1 >"$T/stdout" 2>"$T/stderr" &

@@ -28,21 +28,15 @@ REPO=$(cd "$HERE/../../.." && pwd)
 COMPARE=${COMPARE:-$REPO/../shared/bench/proxy-compare.sh}
 [[ -f $COMPARE ]] || { echo "run.sh: proxy-compare.sh not found (set COMPARE)" >&2; exit 2; }
 
-if [[ -z ${EMULATOR:-} ]]; then
-  (cd "$REPO" && cargo build -q --release -p gce-emulator --bin gce-emulator)
-  # The release binary lives in cargo's target directory, wherever CARGO_TARGET_DIR puts it.
-  TARGET_DIR=$(cd "$REPO" && cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-  EMULATOR=$TARGET_DIR/release/gce-emulator
-fi
+# shellcheck source=lb.sh
+source "$HERE/lb.sh"
+lb_binary
 
 T=$(mktemp -d /tmp/dataplane-bench.XXXXXX)
 EMU_PID=""
 cleanup() { [[ -n $EMU_PID ]] && kill -TERM "$EMU_PID" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$T"; }
 trap cleanup EXIT
 
-# shellcheck source=lb.sh
-source "$HERE/lb.sh"
 lb_emulator taskset -c "${PCPU:-0}" "$EMULATOR"
 lb_build
 HTTP=$(lb_sock shop-http) HTTPS=$(lb_sock shop-https)
