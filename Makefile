@@ -40,8 +40,9 @@ bench: build
 	bash fakes/gce-emulator/benches/run.sh
 	$(CARGO) bench --workspace --bench converge --profile dev
 
-## User-space instructions per proxied request (valgrind's callgrind; INSTALL=1 installs valgrind,
-## nginx and wrk): steady on a busy machine, where the wall-clock figures of `make bench` are not.
+## User-space instructions per proxied request, the emulator's and nginx's (valgrind's callgrind;
+## INSTALL=1 installs valgrind, nginx and wrk): steady on a busy machine, where the wall-clock
+## figures of `make bench` are not.
 bench-instructions:
 	bash fakes/gce-emulator/benches/instructions.sh
 
