@@ -37,6 +37,11 @@ const CONNECTIONS: usize = 4;
 const MIN_REQUESTS: u64 = 2_000;
 /// Pods behind the Service (replaced one at a time).
 const REPLICAS: usize = 2;
+/// The Pods' preStop sleep. The endpoint detach (Pod deletion -> operator -> NEG -> data plane)
+/// takes well under a second on an idle machine, but a 2 s sleep (1 s left after the 1 s
+/// `drainingTimeoutSec`) once let an old Pod exit while it still got traffic when the whole test
+/// suite loaded both cores; 4 s keeps the recommended margin under load.
+const PRE_STOP_SEC: u64 = 4;
 
 /// IngressClass, Service (bound to a BackendConfig), BackendConfig and Ingress.
 fn service_and_ingress() -> String {
@@ -95,9 +100,10 @@ spec:
 
 /// A Pod of Service `web` as docs/readiness-gates.md recommends: the gate, a readiness probe
 /// (on `/ready`, a different path from the load balancer's `/healthz`), a preStop sleep longer
-/// than the endpoint detach plus `drainingTimeoutSec`, and a grace period longer than the
-/// preStop sleep. `on-sigterm: exit` makes the local kubelet stop the server right after the
-/// preStop sleep, so only the preStop sleep keeps it serving while the load balancer drains.
+/// than the endpoint detach plus `drainingTimeoutSec` ([`PRE_STOP_SEC`]), and a grace period
+/// longer than the preStop sleep. `on-sigterm: exit` makes the local kubelet stop the server
+/// right after the preStop sleep, so only the preStop sleep keeps it serving while the load
+/// balancer drains.
 /// `fail_paths` (local kubelet control) makes the server answer those paths with 500.
 fn pod(name: &str, fail_paths: Option<&str>) -> String {
     let fail = fail_paths
@@ -133,7 +139,7 @@ spec:
     lifecycle:
       preStop:
         sleep:
-          seconds: 2
+          seconds: {PRE_STOP_SEC}
 "#
     )
 }
