@@ -11,14 +11,15 @@
 # 2. builds run.sh's load balancer (lb.sh); starts the nginx peer of proxy-compare.sh (same
 #    configuration, one process) under callgrind on 127.0.0.1:18181 and :18443 (TLS);
 # 3. per proxy and scheme (HTTP, HTTPS), after a warm-up: counts instructions over a wrk run of
-#    SECS and one of 2 x SECS seconds (16 keep-alive connections each); instructions per request
-#    = the difference of the counts over the difference of the requests, which cancels what a
-#    run costs once (new connections, TLS handshakes).
+#    SECS and one of 2 x SECS seconds (CONNS keep-alive connections each, default 16);
+#    instructions per request = the difference of the counts over the difference of the
+#    requests, which cancels what a run costs once (new connections, TLS handshakes).
 #
-# Environment: EMULATOR (prebuilt binary, skips the build), SECS (default 5), INSTALL=1 (apt-get
-# install valgrind nginx wrk first), PEER=0 (skip nginx), KEEP=DIR (copy the callgrind dump of
-# each run there, e.g. DIR/emulator-https-keep-alive-10s.cg, for `callgrind_annotate`). Only 127.0.0.1 and the emulator's
-# loopback addresses are contacted; every run is bounded in time.
+# Environment: EMULATOR (prebuilt binary, skips the build), SECS (default 5), CONNS (default 16),
+# INSTALL=1 (apt-get install valgrind nginx wrk first), PEER=0 (skip nginx), KEEP=DIR (copy the
+# callgrind dump of each run there, e.g. DIR/emulator-https-keep-alive-10s.cg, for
+# `callgrind_annotate`). Only 127.0.0.1 and the emulator's loopback addresses are contacted;
+# every run is bounded in time.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -97,7 +98,7 @@ window() {
   local pid=$1 before n ir dump=""
   before=$(ls "$T"/cg."$pid".* 2>/dev/null | wc -l)
   callgrind_control -z "$pid" >/dev/null
-  n=$(wrk -t1 -c16 -d"$3"s -H 'Host: shop.example' "$2" | awk '/requests in/{print $1}')
+  n=$(wrk -t1 -c"${CONNS:-16}" -d"$3"s -H 'Host: shop.example' "$2" | awk '/requests in/{print $1}')
   callgrind_control -d "$pid" >/dev/null
   for _ in {1..100}; do # bounded wait for the dump file
     dump=$(ls -t "$T"/cg."$pid".* 2>/dev/null | head -n1)
@@ -113,7 +114,7 @@ window() {
 # row LABEL PID URL: one table row, after a warm-up run (pools, caches).
 row() {
   local n1 i1 n2 i2 name=${1// /-}
-  wrk -t1 -c16 -d2s -H 'Host: shop.example' "$3" >/dev/null
+  wrk -t1 -c"${CONNS:-16}" -d2s -H 'Host: shop.example' "$3" >/dev/null
   read -r n1 i1 <<<"$(window "$2" "$3" "$SECS" "$name")"
   read -r n2 i2 <<<"$(window "$2" "$3" $((2 * SECS)) "$name")"
   (( n2 > n1 )) || { echo "instructions.sh: the longer run served fewer requests ($n2 <= $n1)" >&2; exit 1; }
