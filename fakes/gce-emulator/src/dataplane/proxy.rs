@@ -397,10 +397,10 @@ async fn forward(
 
     ep.in_flight.fetch_add(1, Ordering::Relaxed);
     let guard = InFlight(ep.clone());
-    let sent = ctx
-        .timer
-        .timeout(bs.timeout, ctx.upstream.send(bs.protocol, &ep, req))
-        .await;
+    // Pinned here, in this future's state: handed to the timeout by value, the send future
+    // (1.7 KiB) was stored twice more and copied on every request.
+    let send = std::pin::pin!(ctx.upstream.send(bs.protocol, &ep, req));
+    let sent = ctx.timer.timeout(bs.timeout, send).await;
     let mut resp = match sent {
         Err(_) => {
             let why = format!(
