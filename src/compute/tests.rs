@@ -26,6 +26,13 @@ pub(crate) fn done_op(name: &str) -> serde_json::Value {
     json!({"kind": "compute#operation", "name": name, "status": "DONE", "operationType": "insert"})
 }
 
+/// A 404 answer with the Compute API's `NOT_FOUND` error body: the resource does not exist.
+pub(crate) fn not_found() -> ResponseTemplate {
+    ResponseTemplate::new(404).set_body_json(
+        json!({"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}}),
+    )
+}
+
 fn error_body(code: u16, status: &str, reason: &str) -> serde_json::Value {
     json!({"error": {"code": code, "message": format!("scripted {reason}"), "status": status,
         "errors": [{"domain": "global", "reason": reason, "message": "scripted"}]}})

@@ -8,7 +8,7 @@ use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::*;
-use crate::compute::tests::{compute_for, done_op};
+use crate::compute::tests::{compute_for, done_op, not_found};
 use crate::translate::{DesiredNeg, NegEndpoint};
 
 const UM: &str = "/compute/v1/projects/p1/global/urlMaps";
@@ -37,9 +37,7 @@ async fn create_path_inserts_missing_url_map() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path(format!("{UM}/um1")))
-        .respond_with(ResponseTemplate::new(404).set_body_json(
-            json!({"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}}),
-        ))
+        .respond_with(not_found())
         .expect(1)
         .mount(&server)
         .await;
@@ -142,9 +140,7 @@ async fn forbidden_firewall_insert_is_an_xpn_outcome() {
         .and(path(
             "/compute/v1/projects/p1/global/firewalls/k8s-fw-l7--uid",
         ))
-        .respond_with(ResponseTemplate::new(404).set_body_json(
-            json!({"error": {"code": 404, "message": "nope", "status": "NOT_FOUND"}}),
-        ))
+        .respond_with(not_found())
         .mount(&server)
         .await;
     Mock::given(method("POST"))
@@ -363,9 +359,7 @@ async fn insert_race_with_409_refetches_and_compares() {
     let hc = "/compute/v1/projects/p1/global/healthChecks";
     Mock::given(method("GET"))
         .and(path(format!("{hc}/hc1")))
-        .respond_with(ResponseTemplate::new(404).set_body_json(
-            json!({"error": {"code": 404, "message": "nope", "status": "NOT_FOUND"}}),
-        ))
+        .respond_with(not_found())
         .up_to_n_times(1)
         .with_priority(1)
         .mount(&server)
@@ -452,9 +446,7 @@ async fn in_sync_frontend_resync_sends_no_mutation_even_for_absent_https_parts()
         .await;
     // The HTTPS rule, HTTPS proxy and redirect map do not exist.
     Mock::given(method("GET"))
-        .respond_with(ResponseTemplate::new(404).set_body_json(
-            json!({"error": {"code": 404, "message": "nope", "status": "NOT_FOUND"}}),
-        ))
+        .respond_with(not_found())
         .with_priority(5)
         .mount(&server)
         .await;
@@ -491,9 +483,7 @@ const ADDR: &str = "/compute/v1/projects/p1/global/addresses";
 async fn address_absent_once_then(server: &MockServer, name: &str, ip: &str) {
     Mock::given(method("GET"))
         .and(path(format!("{ADDR}/{name}")))
-        .respond_with(ResponseTemplate::new(404).set_body_json(
-            json!({"error": {"code": 404, "message": "nope", "status": "NOT_FOUND"}}),
-        ))
+        .respond_with(not_found())
         .up_to_n_times(1)
         .with_priority(1)
         .mount(server)
@@ -719,9 +709,7 @@ async fn delete_frontend_deletes_only_what_exists() {
         .await;
     // Everything else is absent, and must not be deleted.
     Mock::given(method("GET"))
-        .respond_with(ResponseTemplate::new(404).set_body_json(
-            json!({"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}}),
-        ))
+        .respond_with(not_found())
         .with_priority(20)
         .mount(&server)
         .await;
