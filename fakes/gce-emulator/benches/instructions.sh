@@ -45,18 +45,25 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mkdir -p "$T/backend"
 PAD=$(printf 'x%.0s' {1..95})
-cat >"$T/backend.conf" <<EOF
-daemon off; worker_processes 1; pid $T/backend/nginx.pid; error_log $T/backend/error.log warn;
+# ngx_head NAME [DIRECTIVES]: the start of an nginx configuration whose pid, logs and temporary
+# files live under $T/NAME, ending inside its `http` block; DIRECTIVES go in the main context.
+ngx_head() {
+  mkdir -p "$T/$1"
+  cat <<EOF
+daemon off; ${2:-}worker_processes 1; pid $T/$1/nginx.pid; error_log $T/$1/error.log warn;
 events { worker_connections 1024; }
 http {
   access_log off; default_type text/plain; keepalive_requests 1000000;
-  client_body_temp_path $T/backend/cb; proxy_temp_path $T/backend/px; fastcgi_temp_path $T/backend/fc;
-  uwsgi_temp_path $T/backend/uw; scgi_temp_path $T/backend/sc;
+  client_body_temp_path $T/$1/cb; proxy_temp_path $T/$1/px; fastcgi_temp_path $T/$1/fc;
+  uwsgi_temp_path $T/$1/uw; scgi_temp_path $T/$1/sc;
+EOF
+}
+{ ngx_head backend; cat <<EOF
   server { listen 127.0.0.1:18081; return 200 "shop$PAD\n"; }
 }
 EOF
+} >"$T/backend.conf"
 nginx -p "$T/backend" -c "$T/backend.conf" -e "$T/backend/error.log" >"$T/backend.log" 2>&1 &
 BE_PID=$!
 
@@ -69,14 +76,7 @@ callgrind_control -i on "$EMU_PID" >/dev/null
 # process (master_process off) so callgrind sees the worker.
 if [[ ${PEER:-1} == 1 ]]; then
   (exec 3<>/dev/tcp/127.0.0.1/18181) 2>/dev/null && { echo "instructions.sh: 127.0.0.1:18181 is in use" >&2; exit 2; }
-  mkdir -p "$T/nginx"
-  cat >"$T/nginx.conf" <<EOF
-daemon off; master_process off; worker_processes 1; pid $T/nginx/nginx.pid; error_log $T/nginx/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off; default_type text/plain; keepalive_requests 1000000;
-  client_body_temp_path $T/nginx/cb; proxy_temp_path $T/nginx/px; fastcgi_temp_path $T/nginx/fc;
-  uwsgi_temp_path $T/nginx/uw; scgi_temp_path $T/nginx/sc;
+  { ngx_head nginx "master_process off; "; cat <<EOF
   upstream shop { server 127.0.0.1:18081; keepalive 512; keepalive_requests 1000000; }
   proxy_http_version 1.1; proxy_set_header Connection "";
   ssl_certificate $T/cert.pem; ssl_certificate_key $T/key.pem;
@@ -85,6 +85,7 @@ http {
            location / { proxy_pass http://shop; } }
 }
 EOF
+  } >"$T/nginx.conf"
   valgrind -q --tool=callgrind --instr-atstart=no --callgrind-out-file="$T/cg.%p" \
     nginx -p "$T/nginx" -c "$T/nginx.conf" -e "$T/nginx/error.log" >"$T/nginx.log" 2>&1 &
   NG_PID=$!
