@@ -150,7 +150,9 @@ pub struct CacheKeyPolicy {
 #[serde(rename_all = "camelCase")]
 pub struct NegativeCachingPolicy {
     /// HTTP status code (300..599).
-    #[serde(default)]
+    // Required (no `#[serde(default)]`): no code could serve as a default, and a `default: 0`
+    // breaks the schema's own `minimum: 300`, which every apiextensions.k8s.io/v1 server
+    // refuses when the CRD is created.
     #[schemars(range(min = 300, max = 599))]
     pub code: i64,
     /// TTL in seconds (0..1800).

@@ -11,7 +11,9 @@ pub mod managed_certificate;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+};
 use kube::CustomResourceExt;
 
 pub use backend_config::{BackendConfig, BackendConfigSpec};
@@ -22,12 +24,67 @@ pub use managed_certificate::{
 
 /// Every CustomResourceDefinition this operator needs, in a fixed order
 /// (BackendConfig, FrontendConfig, ManagedCertificate).
+///
+/// Every schema is passed through [`without_null_enums`], so each is one that an
+/// apiextensions.k8s.io/v1 server and `kubectl`'s client-side validation accept.
 pub fn all_crds() -> Vec<CustomResourceDefinition> {
-    vec![
+    let mut crds = vec![
         backend_config_crd(),
         FrontendConfig::crd(),
         ManagedCertificate::crd(),
-    ]
+    ];
+    for crd in &mut crds {
+        for version in &mut crd.spec.versions {
+            if let Some(schema) = version
+                .schema
+                .as_mut()
+                .and_then(|s| s.open_api_v3_schema.as_mut())
+            {
+                without_null_enums(schema);
+            }
+        }
+    }
+    crds
+}
+
+/// Rewrites every schema node whose `enum` lists `null` (what kube's schema generation makes of
+/// an `Option<enum>` field: `enum: [A, B, null]`, `nullable: true`) into a plain, non-nullable
+/// enum (`enum: [A, B]`), recursively through `properties`, `items`, `additionalProperties` and
+/// the logical junctors.
+///
+/// Why: a `null` entry in an enum never matches anything on the server (kube-openapi's enum
+/// validator skips untyped enum values), so with `nullable: true` an explicit `null` is refused
+/// with `Unsupported value: null`; `kubectl` validating client-side against older servers
+/// refuses the CRD itself. Without `nullable`, a server prunes an explicit `null` from a field
+/// that has no default (apiextensions structural defaulting, `PruneNonNullableNullsWithoutDefaults`),
+/// which is what `None` means to these types anyway.
+pub fn without_null_enums(schema: &mut JSONSchemaProps) {
+    if let Some(values) = schema.enum_.as_mut() {
+        let before = values.len();
+        values.retain(|v| !v.0.is_null());
+        if values.len() != before {
+            schema.nullable = None;
+        }
+    }
+    for child in schema.properties.iter_mut().flat_map(|p| p.values_mut()) {
+        without_null_enums(child);
+    }
+    match schema.items.as_mut() {
+        Some(JSONSchemaPropsOrArray::Schema(item)) => without_null_enums(item),
+        Some(JSONSchemaPropsOrArray::Schemas(items)) => {
+            items.iter_mut().for_each(without_null_enums)
+        }
+        None => {}
+    }
+    if let Some(JSONSchemaPropsOrBool::Schema(extra)) = schema.additional_properties.as_mut() {
+        without_null_enums(extra);
+    }
+    for junctor in [&mut schema.all_of, &mut schema.any_of, &mut schema.one_of] {
+        junctor.iter_mut().flatten().for_each(without_null_enums);
+    }
+    if let Some(not) = schema.not.as_mut() {
+        without_null_enums(not);
+    }
 }
 
 /// The BackendConfig CRD serving `v1` (stored) and `v1beta1` with the same schema, as GKE does,
