@@ -9,7 +9,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # group-version file stem -> served resources (subresources included by name).
 SERVED = {
     "api_v1": ["configmaps", "endpoints", "events", "namespaces", "namespaces/status", "pods",
-               "pods/status", "secrets", "serviceaccounts", "services", "services/status"],
+               "pods/status", "secrets", "serviceaccounts", "services", "services/status",
+               "nodes", "nodes/status"],
     "apis_apiextensions.k8s.io_v1": ["customresourcedefinitions", "customresourcedefinitions/status"],
     "apis_coordination.k8s.io_v1": ["leases"],
     "apis_discovery.k8s.io_v1": ["endpointslices"],

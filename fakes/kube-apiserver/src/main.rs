@@ -23,9 +23,16 @@ struct Args {
     /// Persist the objects in this file across restarts.
     #[arg(long)]
     state_file: Option<PathBuf>,
-    /// CIDR (within 127.0.0.0/8) for local Pod IPs.
+    /// CIDR (within 127.0.0.0/8, /24 or wider) for local Pod IPs; each Node gets a /24 of it.
     #[arg(long, default_value = "127.64.0.0/10")]
     pod_ip_range: String,
+    /// The local Nodes: a comma-separated list of zones, one Node per entry
+    /// (`local-node-1`, `local-node-2`, ...), e.g. `us-central1-a,us-central1-b,us-central1-c`.
+    #[arg(long, default_value = fake_kube_apiserver::local::nodes::DEFAULT_ZONE)]
+    nodes: String,
+    /// Project in the Nodes' `spec.providerID` (`gce://PROJECT/ZONE/NAME`).
+    #[arg(long, default_value = "local-project")]
+    project: String,
     /// Number of changes kept for watch resumption; watches from older resourceVersions get
     /// 410 Expired.
     #[arg(long, default_value_t = fake_kube_apiserver::store::HISTORY_LIMIT)]
@@ -47,6 +54,7 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
+    let zones = fake_kube_apiserver::local::nodes::parse_zones(&args.nodes)?;
     let running = server::start(ServerOptions {
         listen: args.listen,
         kubeconfig_out: args.kubeconfig_out.clone(),
@@ -68,12 +76,10 @@ async fn main() -> anyhow::Result<()> {
             .context("client configuration")?;
         let client =
             kube::Client::try_from(config).context("building the local controllers' client")?;
-        // `..Default::default()` so options added to the local controllers later keep their
-        // defaults here without touching this line.
-        #[allow(clippy::needless_update)]
         let options = LocalOptions {
             pod_ip_range: args.pod_ip_range.clone(),
-            ..Default::default()
+            zones,
+            project: args.project.clone(),
         };
         tokio::spawn(async move {
             if let Err(e) = local::run(client, options).await {

@@ -9,6 +9,8 @@ use serde_json::{json, Value};
 use crate::meta::{self, age, human_duration, parse_time};
 use crate::registry::ResourceInfo;
 
+mod node;
+
 /// Whether an `Accept` header asks for a Table.
 pub fn wants_table(accept: &str) -> bool {
     accept
@@ -85,6 +87,7 @@ pub fn columns(res: &ResourceInfo) -> Vec<Value> {
         "networking.k8s.io/ingressclasses" => {
             cols.extend([s("Controller"), s("Parameters"), age_col()])
         }
+        "/nodes" => cols.extend(node::columns()),
         "/namespaces" => cols.extend([s("Status"), age_col()]),
         "/configmaps" => cols.extend([col("Data", "integer", "", 0, ""), age_col()]),
         "/secrets" => cols.extend([s("Type"), col("Data", "integer", "", 0, ""), age_col()]),
@@ -403,6 +406,7 @@ pub fn cells(res: &ResourceInfo, o: &Value) -> Vec<Value> {
     let mut cells = vec![json!(meta::name(o))];
     match res.storage.as_str() {
         "/pods" => cells.extend(pod_cells(o)),
+        "/nodes" => cells.extend(node::cells(o, age(o))),
         "/services" => cells.extend(service_cells(o)),
         "networking.k8s.io/ingresses" => cells.extend(ingress_cells(o)),
         "networking.k8s.io/ingressclasses" => {

@@ -14,6 +14,9 @@
 //! - slice ports are the Service ports with `targetPort` resolved per Pod (a named targetPort
 //!   is looked up in the Pod's container ports with the same protocol; a Pod without it is left
 //!   out of that port), so Pods with different resolved ports land in different slices;
+//! - an endpoint carries `nodeName` and `zone` (`podToEndpoint`): the zone is its Node's
+//!   `topology.kubernetes.io/zone` label; a Pod whose Node does not exist is left out (the
+//!   real reconciler skips it and retries) unless the Service publishes not-ready addresses;
 //! - at most [`MAX_ENDPOINTS_PER_SLICE`] endpoints a slice; a Service with no endpoints keeps one
 //!   empty placeholder slice.
 //!
@@ -22,6 +25,10 @@
 //! minimal-churn packing; an unchanged input always yields no writes.
 
 use std::collections::BTreeMap;
+
+/// The cluster's Nodes as the EndpointSlice controller needs them: name -> the value of its
+/// `topology.kubernetes.io/zone` label (`None` when it has none).
+pub type NodeZones = BTreeMap<String, Option<String>>;
 
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service, ServicePort};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
@@ -204,14 +211,22 @@ pub struct EndpointGroup {
 }
 
 /// Groups the endpoints of the Pods the Service selects by their resolved port set. Pods not
-/// selected, terminal or without an IP are skipped. Groups are ordered by port set.
+/// selected, terminal, without an IP, or on a Node missing from `nodes` (unless the Service
+/// has `publishNotReadyAddresses`) are skipped. Groups are ordered by port set.
 pub fn endpoint_groups<'a>(
     service: &Service,
     pods: impl IntoIterator<Item = &'a Pod>,
+    nodes: &NodeZones,
 ) -> Vec<EndpointGroup> {
+    let publish_not_ready = service
+        .spec
+        .as_ref()
+        .and_then(|s| s.publish_not_ready_addresses)
+        .unwrap_or(false);
     let mut selected: Vec<&Pod> = pods
         .into_iter()
         .filter(|p| selects(service, p) && should_pod_be_in_endpoints(p))
+        .filter(|p| publish_not_ready || nodes.contains_key(node_of(p)))
         .collect();
     selected.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut groups: BTreeMap<String, EndpointGroup> = BTreeMap::new();
@@ -225,9 +240,19 @@ pub fn endpoint_groups<'a>(
                 endpoints: Vec::new(),
             })
             .endpoints
-            .push(endpoint_for(service, pod));
+            .push(Endpoint {
+                zone: nodes.get(node_of(pod)).cloned().flatten(),
+                ..endpoint_for(service, pod)
+            });
     }
     groups.into_values().collect()
+}
+
+fn node_of(pod: &Pod) -> &str {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .unwrap_or_default()
 }
 
 /// The writes that bring a Service's slices to the desired state.
@@ -248,7 +273,7 @@ impl SlicePlan {
     }
 }
 
-/// Plans the writes for one Service. `existing` are the slices labelled for this Service and
+/// Plans the writes for one Service (`nodes`: see [`endpoint_groups`]). `existing` are the slices labelled for this Service and
 /// managed by this controller (see [`slice_selector`]); those owned by another object (e.g. an
 /// earlier Service of the same name) are deleted. Slices whose content already matches are
 /// kept untouched, so reconciling an unchanged state plans nothing.
@@ -258,6 +283,7 @@ impl SlicePlan {
 pub fn plan<'a>(
     service: &Service,
     pods: impl IntoIterator<Item = &'a Pod>,
+    nodes: &NodeZones,
     existing: &[EndpointSlice],
 ) -> Result<SlicePlan, EndpointSliceError> {
     let meta = &service.metadata;
@@ -277,7 +303,7 @@ pub fn plan<'a>(
 
     // Desired slice contents: (ports, endpoints) chunks; one empty placeholder when none.
     let mut desired: Vec<(Option<Vec<EndpointPort>>, Vec<Endpoint>)> = Vec::new();
-    for group in endpoint_groups(service, pods) {
+    for group in endpoint_groups(service, pods, nodes) {
         for chunk in group.endpoints.chunks(MAX_ENDPOINTS_PER_SLICE) {
             desired.push((Some(group.ports.clone()), chunk.to_vec()));
         }

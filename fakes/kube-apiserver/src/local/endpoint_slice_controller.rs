@@ -1,9 +1,10 @@
 //! The EndpointSlice controller: a kube-runtime `Controller` over Services that writes the
 //! slices [`super::endpoint_slice::plan`] computes. Triggers: the Service itself, its owned
 //! slices (a slice edited or deleted by someone else is put back), and Pods (mapped to the
-//! Services that select them now or did at the last reconcile). Each reconcile reads the Pods and
-//! slices fresh from the API (label-selected LISTs), so a trigger never races a cache, and
-//! writes only when the plan is not empty.
+//! Services that select them now or did at the last reconcile), and Nodes (every Service, when a
+//! Node appears, goes or changes its zone label: endpoints carry their Node's zone). Each
+//! reconcile reads the Pods, Nodes and slices fresh from the API (LISTs), so a trigger never
+//! races a cache, and writes only when the plan is not empty.
 //!
 //! Deleted Services: a real cluster's garbage collector removes their slices through the
 //! ownerReference; this controller also deletes managed slices whose owning Service is gone,
@@ -14,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
@@ -22,7 +23,10 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, ResourceExt};
 
-use super::endpoint_slice::{self, EndpointSliceError, CONTROLLER_NAME, MANAGED_BY_LABEL};
+use super::endpoint_slice::{
+    self, EndpointSliceError, NodeZones, CONTROLLER_NAME, MANAGED_BY_LABEL,
+};
+use super::nodes::ZONE_LABEL;
 
 /// Errors of one reconcile.
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +95,7 @@ pub async fn run(client: Client) {
                 .collect::<Vec<_>>()
         },
     );
+    let controller = controller.reconcile_all_on(zone_changes(Api::all(client.clone())));
     let reconciling = controller
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
@@ -148,7 +153,15 @@ async fn reconcile(
         .map_err(api_error("listing Pods"))?
         .items;
 
-    let plan = endpoint_slice::plan(&service, &pods, &existing)?;
+    let nodes: NodeZones = Api::<Node>::all(ctx.client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(api_error("listing Nodes"))?
+        .items
+        .iter()
+        .map(|n| (n.name_any(), n.labels().get(ZONE_LABEL).cloned()))
+        .collect();
+    let plan = endpoint_slice::plan(&service, &pods, &nodes, &existing)?;
     if !plan.is_empty() {
         tracing::info!(
             service = %key,
@@ -187,6 +200,39 @@ async fn reconcile(
         members.insert((namespace, name), selected);
     }
     Ok(Action::await_change())
+}
+
+/// One item each time a Node appears, is deleted or changes its zone label (status heartbeats
+/// do not count): endpoints carry their Node's zone, so every Service is reconciled then.
+fn zone_changes(nodes: Api<Node>) -> impl futures::Stream<Item = ()> + Send {
+    let mut seen = NodeZones::new();
+    let mut relisted = NodeZones::new();
+    watcher(nodes, watcher::Config::default())
+        .default_backoff()
+        .filter_map(move |event| {
+            let changed = match event {
+                Ok(watcher::Event::Init) => {
+                    relisted.clear();
+                    false
+                }
+                Ok(watcher::Event::InitApply(node)) => {
+                    relisted.insert(node.name_any(), node.labels().get(ZONE_LABEL).cloned());
+                    false
+                }
+                Ok(watcher::Event::InitDone) => {
+                    let changed = relisted != seen;
+                    seen = std::mem::take(&mut relisted);
+                    changed
+                }
+                Ok(watcher::Event::Apply(node)) => {
+                    let zone = node.labels().get(ZONE_LABEL).cloned();
+                    seen.insert(node.name_any(), zone.clone()) != Some(zone)
+                }
+                Ok(watcher::Event::Delete(node)) => seen.remove(&node.name_any()).is_some(),
+                Err(_) => false,
+            };
+            futures::future::ready(changed.then_some(()))
+        })
 }
 
 fn error_policy(

@@ -1,43 +1,64 @@
 //! Local controllers that make the local API behave like a cluster: the EndpointSlice
-//! controller and a local kubelet that runs opted-in Pods as built-in HTTP echo servers on
-//! loopback Pod IPs. They are ordinary API clients (kube-rs) of the local server.
+//! controller, and a local kubelet that registers the cluster's Nodes (one by default, several
+//! across zones with `--nodes`) and runs opted-in Pods on them as built-in HTTP echo servers on
+//! loopback Pod IPs from each Node's Pod CIDR. They are ordinary API clients (kube-rs) of the
+//! local server.
 
 pub mod annotations;
 pub mod echo;
 pub mod endpoint_slice;
 pub mod endpoint_slice_controller;
 pub mod kubelet;
+pub mod node_agent;
+pub mod node_set;
+pub mod nodes;
 pub mod pod_ip;
 pub mod pod_status;
 pub mod probe;
 
+use std::sync::Arc;
+
 /// Options of the local controllers.
 #[derive(Clone, Debug)]
 pub struct LocalOptions {
-    /// CIDR within 127.0.0.0/8 from which Pod IPs are allocated at random (`--pod-ip-range`).
+    /// CIDR within 127.0.0.0/8, /24 or wider, of the cluster's Pods (`--pod-ip-range`); each
+    /// Node gets a random /24 of it as its `spec.podCIDR`.
     pub pod_ip_range: String,
+    /// One Node per entry, in that zone (`--nodes`); default one Node in `us-central1-a`.
+    pub zones: Vec<String>,
+    /// Project named in the Nodes' `spec.providerID` (`--project`).
+    pub project: String,
 }
 
 impl Default for LocalOptions {
     fn default() -> Self {
         LocalOptions {
             pod_ip_range: "127.64.0.0/10".to_string(),
+            zones: vec![nodes::DEFAULT_ZONE.to_string()],
+            project: "local-project".to_string(),
         }
     }
 }
 
-/// Runs the EndpointSlice controller and the local kubelet until the future is dropped.
+/// Registers the Nodes, then runs the EndpointSlice controller and the local kubelet until
+/// the future is dropped.
 ///
 /// Errors: an invalid `pod_ip_range` (returned at once, before anything runs).
 pub async fn run(client: kube::Client, options: LocalOptions) -> anyhow::Result<()> {
-    let ips = pod_ip::PodIpAllocator::new(&options.pod_ip_range)?;
-    let node = kubelet::Node {
-        name: kubelet::NODE_NAME.to_string(),
-        host_ip: kubelet::HOST_IP.to_string(),
-    };
+    let nodes = Arc::new(node_set::NodeSet::default());
+    node_agent::start(
+        client.clone(),
+        node_agent::NodeAgentOptions {
+            project: options.project.clone(),
+            zones: options.zones.clone(),
+            pod_ip_range: options.pod_ip_range.clone(),
+        },
+        nodes.clone(),
+    )
+    .await?;
     tokio::join!(
         endpoint_slice_controller::run(client.clone()),
-        kubelet::run(client, ips, node)
+        kubelet::run(client, nodes)
     );
     Ok(())
 }

@@ -18,6 +18,8 @@ pub struct LocalCluster {
     child: Child,
     _dir: tempfile::TempDir,
     pub url: String,
+    /// The kubeconfig the server wrote (for `kubectl --kubeconfig`).
+    pub kubeconfig: std::path::PathBuf,
     pub client: Client,
 }
 
@@ -71,6 +73,7 @@ impl LocalCluster {
             child,
             _dir: dir,
             url,
+            kubeconfig,
             client,
         })
     }

@@ -33,6 +33,13 @@ fn pod(name: &str, ip: &str, ready: bool, extra: serde_json::Value) -> Pod {
     serde_json::from_value(v).unwrap()
 }
 
+fn nodes() -> NodeZones {
+    NodeZones::from([(
+        "local-node-1".to_string(),
+        Some("us-central1-a".to_string()),
+    )])
+}
+
 fn merge(base: &mut serde_json::Value, patch: serde_json::Value) {
     json_patch::merge(base, &patch);
 }
@@ -253,7 +260,7 @@ fn pods_with_different_ports_get_different_slices() {
         json!({"spec": {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 9000}]}]}}),
     );
     let c = pod("c", "127.64.0.3", true, json!({}));
-    let groups = endpoint_groups(&svc, [&c, &a, &b]);
+    let groups = endpoint_groups(&svc, [&c, &a, &b], &nodes());
     assert_eq!(groups.len(), 2);
     let sizes: Vec<usize> = groups.iter().map(|g| g.endpoints.len()).collect();
     assert_eq!(sizes.iter().sum::<usize>(), 3);
@@ -273,7 +280,7 @@ fn plan_creates_labelled_owned_slice_then_is_a_no_op() {
         pod("a", "127.64.0.1", true, json!({})),
         pod("b", "127.64.0.2", false, json!({})),
     ];
-    let first = plan(&svc, &pods, &[]).unwrap();
+    let first = plan(&svc, &pods, &nodes(), &[]).unwrap();
     assert_eq!(
         (first.create.len(), first.update.len(), first.delete.len()),
         (1, 0, 0)
@@ -302,14 +309,16 @@ fn plan_creates_labelled_owned_slice_then_is_a_no_op() {
     let mut stored = slice.clone();
     stored.metadata.name = Some("web-abcde".to_string());
     stored.metadata.resource_version = Some("7".to_string());
-    assert!(plan(&svc, &pods, &[stored.clone()]).unwrap().is_empty());
+    assert!(plan(&svc, &pods, &nodes(), &[stored.clone()])
+        .unwrap()
+        .is_empty());
 
     // A readiness change rewrites that slice in place.
     let pods2 = [
         pod("a", "127.64.0.1", true, json!({})),
         pod("b", "127.64.0.2", true, json!({})),
     ];
-    let second = plan(&svc, &pods2, &[stored]).unwrap();
+    let second = plan(&svc, &pods2, &nodes(), &[stored]).unwrap();
     assert_eq!(
         (
             second.create.len(),
@@ -329,16 +338,21 @@ fn plan_creates_labelled_owned_slice_then_is_a_no_op() {
 #[test]
 fn no_pods_leaves_one_placeholder_slice() {
     let svc = service(json!({}));
-    let p = plan(&svc, &[], &[]).unwrap();
+    let p = plan(&svc, &[], &nodes(), &[]).unwrap();
     assert_eq!(p.create.len(), 1);
     assert!(p.create[0].endpoints.is_empty() && p.create[0].ports.is_none());
     // From one real slice to none: the slice becomes the placeholder rather than churning.
-    let mut stored = plan(&svc, &[pod("a", "127.64.0.1", true, json!({}))], &[])
-        .unwrap()
-        .create
-        .remove(0);
+    let mut stored = plan(
+        &svc,
+        &[pod("a", "127.64.0.1", true, json!({}))],
+        &nodes(),
+        &[],
+    )
+    .unwrap()
+    .create
+    .remove(0);
     stored.metadata.name = Some("web-1".to_string());
-    let p = plan(&svc, &[], &[stored]).unwrap();
+    let p = plan(&svc, &[], &nodes(), &[stored]).unwrap();
     assert_eq!((p.create.len(), p.update.len(), p.delete.len()), (0, 1, 0));
     assert!(p.update[0].endpoints.is_empty());
 }
@@ -347,14 +361,14 @@ fn no_pods_leaves_one_placeholder_slice() {
 fn slices_of_another_owner_are_deleted_and_surplus_removed() {
     let svc = service(json!({}));
     let pods = [pod("a", "127.64.0.1", true, json!({}))];
-    let mut mine = plan(&svc, &pods, &[]).unwrap().create.remove(0);
+    let mut mine = plan(&svc, &pods, &nodes(), &[]).unwrap().create.remove(0);
     mine.metadata.name = Some("web-1".to_string());
     let mut surplus = mine.clone();
     surplus.metadata.name = Some("web-2".to_string());
     let mut stale = mine.clone();
     stale.metadata.name = Some("web-old".to_string());
     stale.metadata.owner_references.as_mut().unwrap()[0].uid = "old-uid".to_string();
-    let p = plan(&svc, &pods, &[surplus, stale, mine]).unwrap();
+    let p = plan(&svc, &pods, &nodes(), &[surplus, stale, mine]).unwrap();
     assert!(p.create.is_empty() && p.update.is_empty());
     let mut deleted = p.delete.clone();
     deleted.sort();
@@ -374,7 +388,7 @@ fn more_than_max_endpoints_split_into_slices() {
             )
         })
         .collect();
-    let p = plan(&svc, &pods, &[]).unwrap();
+    let p = plan(&svc, &pods, &nodes(), &[]).unwrap();
     let sizes: Vec<usize> = p.create.iter().map(|s| s.endpoints.len()).collect();
     assert_eq!(sizes, vec![MAX_ENDPOINTS_PER_SLICE, 5]);
 }
@@ -382,9 +396,45 @@ fn more_than_max_endpoints_split_into_slices() {
 #[test]
 fn missing_uid_is_an_error_naming_the_service() {
     let svc = service(json!({"metadata": {"uid": null}}));
-    let err = plan(&svc, &[], &[]).unwrap_err();
+    let err = plan(&svc, &[], &nodes(), &[]).unwrap_err();
     assert!(
         err.to_string().contains("default/web") && err.to_string().contains("uid"),
         "{err}"
     );
+}
+
+#[test]
+fn endpoints_carry_their_nodes_zone_and_pods_on_missing_nodes_are_left_out() {
+    let svc = service(json!({}));
+    let nodes = NodeZones::from([
+        ("n-a".to_string(), Some("us-central1-a".to_string())),
+        ("n-b".to_string(), Some("us-central1-b".to_string())),
+        ("n-none".to_string(), None),
+    ]);
+    let on =
+        |name: &str, ip: &str, node: &str| pod(name, ip, true, json!({"spec": {"nodeName": node}}));
+    let pods = [
+        on("a", "127.64.0.1", "n-a"),
+        on("b", "127.64.0.2", "n-b"),
+        on("c", "127.64.0.3", "n-none"),
+        on("d", "127.64.0.4", "gone"),
+    ];
+    let groups = endpoint_groups(&svc, &pods, &nodes);
+    let zones: Vec<(Option<&str>, Option<&str>)> = groups[0]
+        .endpoints
+        .iter()
+        .map(|e| (e.node_name.as_deref(), e.zone.as_deref()))
+        .collect();
+    assert_eq!(
+        zones,
+        vec![
+            (Some("n-a"), Some("us-central1-a")),
+            (Some("n-b"), Some("us-central1-b")),
+            (Some("n-none"), None),
+        ]
+    );
+    let publish = service(json!({"spec": {"publishNotReadyAddresses": true}}));
+    let all = endpoint_groups(&publish, &pods, &nodes);
+    assert_eq!(all[0].endpoints.len(), 4, "published even without its Node");
+    assert_eq!(all[0].endpoints[3].zone, None);
 }

@@ -1,190 +1,27 @@
-//! The local kubelet: runs Pods that opt in with the annotation
-//! `local.gclb-operator.dev/run: "echo"` (or `"default-backend"`) as built-in servers on a
-//! loopback Pod IP, and reports their status the way a kubelet does.
-//!
-//! For each opted-in Pod (not terminal, not bound to another node) it
-//! 1. binds the Pod to the local node (`pods/binding`, falling back to a merge patch of
-//!    `spec.nodeName`, leaving it unset if the server refuses both);
-//! 2. picks a random bindable Pod IP ([`PodIpAllocator`]) and starts an [`EchoServer`] on every
-//!    TCP container port (HTTPS for ports named `https*` or listed in
-//!    `local.gclb-operator.dev/tls-ports`);
-//! 3. runs each container's readinessProbe ([`probe`]) and writes `status` with a strategic
-//!    merge patch holding only the kubelet's own conditions ([`pod_status`]), so readiness-gate
-//!    conditions written by others survive; `Ready` follows containers AND gates;
-//! 4. applies annotation changes (test controls) live, and records Events like the kubelet
-//!    (`Scheduled`, `Started`, `Unhealthy` when a readiness probe makes a container not ready,
-//!    `Killing` on deletion);
-//! 5. on deletion (deletionTimestamp set) keeps serving, runs the preStop hook as a delay
-//!    (only `sleep` is emulated: `lifecycle.preStop.sleep.seconds`, or an exec command
-//!    containing `sleep N`), then stops the servers when `terminationGracePeriodSeconds` (or the
-//!    delete's `gracePeriodSeconds`) has passed since the deletion was seen, or right after the
-//!    preStop hook with `local.gclb-operator.dev/on-sigterm: exit`; finally deletes the Pod with
-//!    `gracePeriodSeconds: 0` (uid precondition), as the kubelet does once containers are gone.
+//! One Pod's life on its Node: bind, pick a Pod IP from the Node's Pod CIDR, serve every TCP
+//! container port, run readiness probes, write the kubelet's status, and stop on deletion.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::{watcher, WatchStreamExt};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::events::EventType;
+use kube::{Api, ResourceExt};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinSet;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::annotations::{self, PodControls, RunMode};
-use super::echo::{self, EchoServer, PodIdentity};
-use super::pod_ip::PodIpAllocator;
-use super::pod_status::{self, LocalPodState};
-use super::probe::{self, ProbeSpec, ProbeState};
-
-/// The node name local Pods are bound to.
-pub const NODE_NAME: &str = "local-node-1";
-/// The `status.hostIP` of local Pods.
-pub const HOST_IP: &str = "127.0.0.1";
-/// The field manager of the kubelet's writes.
-pub const FIELD_MANAGER: &str = "kubelet";
-
-/// Errors starting a local Pod.
-#[derive(Debug, thiserror::Error)]
-pub enum KubeletError {
-    /// No Pod IP could be allocated.
-    #[error("Pod {pod}: {source}")]
-    PodIp {
-        /// `namespace/name`.
-        pod: String,
-        /// The allocation error.
-        source: super::pod_ip::PodIpError,
-    },
-    /// A container port could not be served.
-    #[error(transparent)]
-    Echo(#[from] echo::EchoError),
-}
-
-/// The node the local kubelet pretends to be.
-#[derive(Clone, Debug)]
-pub struct Node {
-    /// `spec.nodeName` given to local Pods, e.g. `local-node-1`.
-    pub name: String,
-    /// `status.hostIP` of local Pods.
-    pub host_ip: String,
-}
-
-struct Kubelet {
-    client: Client,
-    ips: PodIpAllocator,
-    node: Node,
-    /// Events to publish, drained by one task so Pod workers never wait on the API.
-    events: mpsc::UnboundedSender<(ObjectReference, Event)>,
-}
-
-impl Kubelet {
-    fn record(&self, pod: &Pod, type_: EventType, reason: &str, action: &str, note: String) {
-        let event = Event {
-            type_,
-            reason: reason.to_string(),
-            note: Some(note),
-            action: action.to_string(),
-            secondary: None,
-        };
-        let _ = self.events.send((pod.object_ref(&()), event));
-    }
-}
-
-/// Publishes the kubelet's Events (events.k8s.io/v1, reporting controller `kubelet`).
-async fn publish_events(
-    recorder: Recorder,
-    mut events: mpsc::UnboundedReceiver<(ObjectReference, Event)>,
-) {
-    while let Some((reference, event)) = events.recv().await {
-        if let Err(error) = recorder.publish(&event, &reference).await {
-            tracing::debug!(%error, reason = %event.reason, "cannot publish kubelet Event");
-        }
-    }
-}
-
-struct Worker {
-    updates: watch::Sender<Arc<Pod>>,
-    _task: JoinHandle<()>,
-}
-
-/// Watches all Pods and runs the opted-in ones until the watch stream ends (never: errors are
-/// retried with backoff).
-pub async fn run(client: Client, ips: PodIpAllocator, node: Node) {
-    let (events, queue) = mpsc::unbounded_channel();
-    let reporter = Reporter {
-        controller: "kubelet".to_string(),
-        instance: Some(node.name.clone()),
-    };
-    tokio::spawn(publish_events(
-        Recorder::new(client.clone(), reporter),
-        queue,
-    ));
-    let kubelet = Arc::new(Kubelet {
-        client: client.clone(),
-        ips,
-        node,
-        events,
-    });
-    let pods: Api<Pod> = Api::all(client);
-    // Dropping a Worker closes its channel: the Pod's task stops its servers and exits.
-    let mut workers: HashMap<String, Worker> = HashMap::new();
-    let mut relisted: HashSet<String> = HashSet::new();
-    let mut events = watcher(pods, watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    while let Some(event) = events.next().await {
-        match event {
-            Ok(watcher::Event::Init) => relisted.clear(),
-            Ok(watcher::Event::InitApply(pod)) => {
-                relisted.insert(pod.uid().unwrap_or_default());
-                observe(&kubelet, &mut workers, pod);
-            }
-            Ok(watcher::Event::InitDone) => workers.retain(|uid, _| relisted.contains(uid)),
-            Ok(watcher::Event::Apply(pod)) => observe(&kubelet, &mut workers, pod),
-            Ok(watcher::Event::Delete(pod)) => {
-                workers.remove(&pod.uid().unwrap_or_default());
-            }
-            Err(error) => tracing::debug!(%error, "kubelet Pod watch interrupted"),
-        }
-    }
-}
-
-fn observe(kubelet: &Arc<Kubelet>, workers: &mut HashMap<String, Worker>, pod: Pod) {
-    let Some(uid) = pod.uid() else { return };
-    if let Some(worker) = workers.get(&uid) {
-        worker.updates.send_replace(Arc::new(pod));
-        return;
-    }
-    let Some(mode) = RunMode::from_annotations(pod.metadata.annotations.as_ref()) else {
-        return;
-    };
-    let spec = pod.spec.as_ref();
-    let node = spec
-        .and_then(|s| s.node_name.as_deref())
-        .unwrap_or_default();
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    if (!node.is_empty() && node != kubelet.node.name)
-        || matches!(phase, Some("Succeeded") | Some("Failed"))
-    {
-        return;
-    }
-    let (updates, receiver) = watch::channel(Arc::new(pod));
-    let task = tokio::spawn(run_pod(kubelet.clone(), mode, receiver));
-    workers.insert(
-        uid,
-        Worker {
-            updates,
-            _task: task,
-        },
-    );
-}
+use super::super::annotations::{self, PodControls, RunMode};
+use super::super::echo::{self, EchoServer, PodIdentity};
+use super::super::node_set::LocalNode;
+use super::super::pod_status::{self, LocalPodState};
+use super::super::probe::{self, ProbeSpec, ProbeState};
+use super::termination::{finish_deletion, termination_deadline};
+use super::{Kubelet, KubeletError, FIELD_MANAGER};
 
 /// What runs for one Pod.
 struct Running {
@@ -194,18 +31,24 @@ struct Running {
     probes: Vec<Option<Result<ProbeSpec, String>>>,
 }
 
-async fn run_pod(kubelet: Arc<Kubelet>, mode: RunMode, mut updates: watch::Receiver<Arc<Pod>>) {
+/// Runs one Pod on `node` until its channel closes (the Pod is gone or no longer served).
+pub(super) async fn run_pod(
+    kubelet: Arc<Kubelet>,
+    node: Arc<LocalNode>,
+    mode: RunMode,
+    mut updates: watch::Receiver<Arc<Pod>>,
+) {
     let mut pod = updates.borrow_and_update().clone();
     let key = format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any());
     let api: Api<Pod> =
         Api::namespaced(kubelet.client.clone(), &pod.namespace().unwrap_or_default());
-    bind_to_node(&kubelet, &api, &pod).await;
+    bind_to_node(&node, &api, &pod).await;
 
     let (controls, controls_rx) = watch::channel(PodControls::from_annotations(
         pod.metadata.annotations.as_ref(),
     ));
     let running = loop {
-        match start(&kubelet, mode, &pod, controls_rx.clone()) {
+        match start(&node, mode, &pod, controls_rx.clone()) {
             Ok(running) => break running,
             Err(error) => {
                 tracing::warn!(pod = %key, %error, "cannot start local Pod; retrying");
@@ -228,7 +71,7 @@ async fn run_pod(kubelet: Arc<Kubelet>, mode: RunMode, mut updates: watch::Recei
         EventType::Normal,
         "Scheduled",
         "Binding",
-        format!("Successfully assigned {key} to {}", kubelet.node.name),
+        format!("Successfully assigned {key} to {}", node.name()),
     );
     for container in containers(&pod) {
         kubelet.record(
@@ -261,7 +104,7 @@ async fn run_pod(kubelet: Arc<Kubelet>, mode: RunMode, mut updates: watch::Recei
     let mut states = vec![ProbeState::default(); probes.len()];
     let state = |states: &[ProbeState], pod: &Pod, start_time: &Time| LocalPodState {
         pod_ip: ip.to_string(),
-        host_ip: kubelet.node.host_ip.clone(),
+        host_ip: node.config.internal_ip.to_string(),
         start_time: start_time.clone(),
         containers_ready: containers(pod)
             .iter()
@@ -339,11 +182,11 @@ async fn run_pod(kubelet: Arc<Kubelet>, mode: RunMode, mut updates: watch::Recei
     for server in servers.drain(..) {
         server.stop().await;
     }
-    kubelet.ips.release(ip);
+    node.ips.release(ip);
     tracing::info!(pod = %key, "local Pod gone");
 }
 
-fn containers(pod: &Pod) -> &[Container] {
+pub(super) fn containers(pod: &Pod) -> &[Container] {
     pod.spec
         .as_ref()
         .map(|s| s.containers.as_slice())
@@ -351,7 +194,7 @@ fn containers(pod: &Pod) -> &[Container] {
 }
 
 fn start(
-    kubelet: &Kubelet,
+    node: &LocalNode,
     mode: RunMode,
     pod: &Pod,
     controls: watch::Receiver<PodControls>,
@@ -368,16 +211,13 @@ fn start(
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let reused = previous.take().filter(|ip| kubelet.ips.claim(*ip));
+        let reused = previous.take().filter(|ip| node.ips.claim(*ip));
         let ip = match reused {
             Some(ip) => ip,
-            None => kubelet
-                .ips
-                .allocate()
-                .map_err(|source| KubeletError::PodIp {
-                    pod: key.clone(),
-                    source,
-                })?,
+            None => node.ips.allocate().map_err(|source| KubeletError::PodIp {
+                pod: key.clone(),
+                source,
+            })?,
         };
         let identity = Arc::new(PodIdentity {
             name: pod.name_any(),
@@ -443,7 +283,7 @@ fn start(
             // Another process may hold this address and port: try another address.
             Some(error) => {
                 drop(servers);
-                kubelet.ips.release(ip);
+                node.ips.release(ip);
                 if attempts >= 5 {
                     return Err(error.into());
                 }
@@ -533,7 +373,7 @@ fn without_times(patch: &Value) -> Value {
     copy
 }
 
-async fn bind_to_node(kubelet: &Kubelet, api: &Api<Pod>, pod: &Pod) {
+async fn bind_to_node(node: &LocalNode, api: &Api<Pod>, pod: &Pod) {
     if pod
         .spec
         .as_ref()
@@ -547,7 +387,7 @@ async fn bind_to_node(kubelet: &Kubelet, api: &Api<Pod>, pod: &Pod) {
         "apiVersion": "v1",
         "kind": "Binding",
         "metadata": {"name": name, "namespace": pod.namespace()},
-        "target": {"apiVersion": "v1", "kind": "Node", "name": kubelet.node.name},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node.name()},
     });
     let bound = api
         .create_subresource::<_, Value>("binding", &name, &PostParams::default(), &binding)
@@ -555,116 +395,8 @@ async fn bind_to_node(kubelet: &Kubelet, api: &Api<Pod>, pod: &Pod) {
     if bound.is_ok() {
         return;
     }
-    let patch = Patch::Merge(json!({"spec": {"nodeName": kubelet.node.name}}));
+    let patch = Patch::Merge(json!({"spec": {"nodeName": node.name()}}));
     if let Err(error) = api.patch(&name, &PatchParams::default(), &patch).await {
         tracing::debug!(pod = %name, %error, "cannot set spec.nodeName; the Pod stays unbound");
-    }
-}
-
-/// When to stop serving after the deletion was seen: at the end of the grace period, or right
-/// after the preStop hook for applications that exit on SIGTERM.
-fn termination_deadline(pod: &Pod, exit_on_sigterm: bool) -> Instant {
-    let grace = Duration::from_secs(grace_period_seconds(pod));
-    let now = Instant::now();
-    if exit_on_sigterm {
-        now + pre_stop_delay(pod).min(grace)
-    } else {
-        now + grace
-    }
-}
-
-/// `metadata.deletionGracePeriodSeconds` (what the delete asked for), else
-/// `spec.terminationGracePeriodSeconds`, else the API default of 30.
-pub fn grace_period_seconds(pod: &Pod) -> u64 {
-    pod.metadata
-        .deletion_grace_period_seconds
-        .or_else(|| {
-            pod.spec
-                .as_ref()
-                .and_then(|s| s.termination_grace_period_seconds)
-        })
-        .unwrap_or(30)
-        .max(0) as u64
-}
-
-/// The longest preStop delay among the containers: `lifecycle.preStop.sleep.seconds`, or the
-/// `N` of `sleep N` in a preStop exec command (the only command emulated).
-pub fn pre_stop_delay(pod: &Pod) -> Duration {
-    let pattern = regex::Regex::new(r"(?:^|[\s;&|])sleep\s+(\d+(?:\.\d+)?)").ok();
-    containers(pod)
-        .iter()
-        .filter_map(|c| c.lifecycle.as_ref()?.pre_stop.as_ref())
-        .filter_map(|hook| {
-            if let Some(sleep) = &hook.sleep {
-                return Some(Duration::from_secs(sleep.seconds.max(0) as u64));
-            }
-            let command = hook.exec.as_ref()?.command.as_ref()?.join(" ");
-            let seconds: f64 = pattern
-                .as_ref()?
-                .captures(&command)?
-                .get(1)?
-                .as_str()
-                .parse()
-                .ok()?;
-            Some(Duration::from_secs_f64(seconds))
-        })
-        .max()
-        .unwrap_or_default()
-}
-
-/// Deletes the Pod with gracePeriodSeconds 0 once its servers are stopped; true when done.
-async fn finish_deletion(api: &Api<Pod>, key: &str, pod: &Pod) -> bool {
-    let params = DeleteParams {
-        grace_period_seconds: Some(0),
-        preconditions: Some(Preconditions {
-            uid: pod.uid(),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    match api.delete(&pod.name_any(), &params).await {
-        Ok(_) => true,
-        Err(kube::Error::Api(status)) if status.code == 404 => true,
-        Err(error) => {
-            tracing::warn!(pod = %key, %error, "cannot delete terminated Pod; retrying");
-            false
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pod(value: Value) -> Pod {
-        serde_json::from_value(value).unwrap()
-    }
-
-    #[test]
-    fn pre_stop_sleep_forms_are_recognised() {
-        let p = pod(json!({"metadata": {"name": "a"}, "spec": {"containers": [
-            {"name": "a", "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "echo bye; sleep 5"]}}}},
-            {"name": "b", "lifecycle": {"preStop": {"sleep": {"seconds": 7}}}},
-            {"name": "c", "lifecycle": {"preStop": {"exec": {"command": ["nginx", "-s", "quit"]}}}}
-        ]}}));
-        assert_eq!(pre_stop_delay(&p), Duration::from_secs(7));
-        let q = pod(json!({"metadata": {"name": "a"}, "spec": {"containers": [
-            {"name": "a", "lifecycle": {"preStop": {"exec": {"command": ["sleep", "2.5"]}}}}
-        ]}}));
-        assert_eq!(pre_stop_delay(&q), Duration::from_millis(2500));
-    }
-
-    #[test]
-    fn grace_period_prefers_the_delete_request() {
-        let spec_only = pod(
-            json!({"metadata": {"name": "a"}, "spec": {"terminationGracePeriodSeconds": 12, "containers": []}}),
-        );
-        assert_eq!(grace_period_seconds(&spec_only), 12);
-        let asked = pod(
-            json!({"metadata": {"name": "a", "deletionGracePeriodSeconds": 3}, "spec": {"terminationGracePeriodSeconds": 12, "containers": []}}),
-        );
-        assert_eq!(grace_period_seconds(&asked), 3);
-        let default = pod(json!({"metadata": {"name": "a"}, "spec": {"containers": []}}));
-        assert_eq!(grace_period_seconds(&default), 30);
     }
 }
