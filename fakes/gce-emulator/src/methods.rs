@@ -388,6 +388,19 @@ fn after_write(state: &mut State, coll: &Collection, key: &str, old: Option<&Val
         "networkEndpointGroups" if state.resources.contains_key(key) => {
             state.neg_endpoints.entry(key.to_string()).or_default();
         }
+        // A new address may promote an IP forwarding rules already use (status IN_USE at once);
+        // a deleted one frees nothing else.
+        "addresses" => {
+            if let Some(ip) = state
+                .resources
+                .get(key)
+                .and_then(|v| v.get("address"))
+                .and_then(Value::as_str)
+                .and_then(|s| s.parse().ok())
+            {
+                refresh_address_users(state, ip);
+            }
+        }
         "forwardingRules" => {
             let mut ips: Vec<Ipv4Addr> = Vec::new();
             for v in [old, state.resources.get(key).map(|v| v.as_ref())]
