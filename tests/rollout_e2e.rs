@@ -14,14 +14,15 @@
 
 mod support;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
+use support::load::{Load, Tally};
 use support::*;
 
 const NS: &str = "default";
@@ -269,125 +270,6 @@ fn endpoint_health(list: &Value) -> HashMap<String, String> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Load generator
-
-/// What the load generator saw.
-#[derive(Debug, Default)]
-struct Tally {
-    ok: u64,
-    failed: u64,
-    /// 200 answers per Pod (the echo server's `x-pod-name` header).
-    by_pod: BTreeMap<String, u64>,
-    /// Failures by kind (`502`, `transport`, ...), with the first few messages.
-    failures: BTreeMap<String, u64>,
-    samples: Vec<String>,
-}
-
-/// Threads, each with one keep-alive connection, sending `GET /` back to back to the load
-/// balancer's socket until stopped, `max_requests` in total, or `max_duration`.
-struct Load {
-    stop: Arc<AtomicBool>,
-    sent: Arc<AtomicU64>,
-    tally: Arc<Mutex<Tally>>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Load {
-    fn start(socket: &str, connections: usize, max_requests: u64, max_duration: Duration) -> Load {
-        let stop = Arc::new(AtomicBool::new(false));
-        let sent = Arc::new(AtomicU64::new(0));
-        let tally = Arc::new(Mutex::new(Tally::default()));
-        let started = Instant::now();
-        let threads = (0..connections)
-            .map(|_| {
-                let (stop, sent, tally) = (stop.clone(), sent.clone(), tally.clone());
-                let url = format!("http://{socket}/");
-                std::thread::spawn(move || {
-                    let client = reqwest::blocking::Client::builder()
-                        .pool_max_idle_per_host(1)
-                        .timeout(Duration::from_secs(20))
-                        .build()
-                        .expect("HTTP client");
-                    while !stop.load(Ordering::Relaxed)
-                        && started.elapsed() < max_duration
-                        && sent.fetch_add(1, Ordering::Relaxed) < max_requests
-                    {
-                        let result = client
-                            .get(&url)
-                            .header(reqwest::header::HOST, HOST)
-                            .send()
-                            .and_then(|r| {
-                                let status = r.status().as_u16();
-                                let pod = r
-                                    .headers()
-                                    .get("x-pod-name")
-                                    .and_then(|v| v.to_str().ok())
-                                    .map(str::to_string);
-                                Ok((status, pod, r.text()?))
-                            });
-                        let at = started.elapsed().as_secs_f64();
-                        let mut t = tally.lock().unwrap();
-                        let failure = match result {
-                            Ok((200, Some(pod), _)) => {
-                                t.ok += 1;
-                                *t.by_pod.entry(pod).or_default() += 1;
-                                None
-                            }
-                            Ok((status, _, body)) => Some((
-                                status.to_string(),
-                                format!("{status} at {at:.2}s: {}", trim(&body)),
-                            )),
-                            Err(e) => Some((
-                                "transport".to_string(),
-                                format!("transport error at {at:.2}s: {e:#}"),
-                            )),
-                        };
-                        if let Some((kind, message)) = failure {
-                            t.failed += 1;
-                            *t.failures.entry(kind).or_default() += 1;
-                            if t.samples.len() < 5 {
-                                t.samples.push(message);
-                            }
-                        }
-                    }
-                })
-            })
-            .collect();
-        Load {
-            stop,
-            sent,
-            tally,
-            threads,
-        }
-    }
-
-    /// Requests answered so far (ok + failed).
-    fn done(&self) -> u64 {
-        let t = self.tally.lock().unwrap();
-        t.ok + t.failed
-    }
-
-    fn pods_seen(&self) -> BTreeSet<String> {
-        self.tally.lock().unwrap().by_pod.keys().cloned().collect()
-    }
-
-    fn finish(self) -> Tally {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads {
-            let _ = t.join();
-        }
-        let _ = self.sent;
-        Arc::try_unwrap(self.tally)
-            .map(|m| m.into_inner().unwrap())
-            .unwrap_or_default()
-    }
-}
-
-fn trim(s: &str) -> String {
-    s.chars().take(160).collect()
-}
-
-// ---------------------------------------------------------------------------------------------
 // Timing of Pod events (for the figures the issue asks for)
 
 /// When the test first saw things happen to a Pod (from a Pod watch, so within milliseconds).
@@ -600,6 +482,7 @@ fn rollout_under_load(label: &str, operator_flags: &[&str]) -> Result<Rollout> {
 
     let load = Load::start(
         &rig.socket,
+        HOST,
         CONNECTIONS,
         1_000_000,
         Duration::from_secs(150),
@@ -801,8 +684,8 @@ fn a_pod_failing_its_health_check_stalls_until_the_timeout() -> Result<()> {
 
     // No traffic to it while the old Pods keep serving.
     let no_traffic = |phase: &str| -> Result<()> {
-        let load = Load::start(&rig.socket, 2, 300, Duration::from_secs(60));
-        while load.done() < 300 && !load.threads.iter().all(|t| t.is_finished()) {
+        let load = Load::start(&rig.socket, HOST, 2, 300, Duration::from_secs(60));
+        while load.done() < 300 && !load.all_finished() {
             std::thread::sleep(Duration::from_millis(50));
         }
         let t = load.finish();

@@ -1,14 +1,20 @@
-//! The managed static IP (`compute.globalAddresses`): when an Ingress serves both HTTP and
-//! HTTPS without `kubernetes.io/ingress.global-static-ip-name`, GKE promotes the HTTP forwarding
-//! rule's ephemeral IP to a reserved global address named like that rule (`k8s2-fr-<lb>`), so
-//! the HTTPS rule can share it (an ephemeral IP in use by one rule cannot be given to another).
-//! Sources: inventory §1 (`ingress.kubernetes.io/static-ip`) and §4 ("A managed static IP takes
-//! the HTTP FR's name"; sync order "static-IP promotion (only when HTTP and TLS are both on)");
-//! ingress-gce `pkg/loadbalancers/addresses.go` checkStaticIP.
+//! The Ingress's IP (`compute.globalAddresses`). Without `kubernetes.io/ingress.global-static-ip-name`
+//! every Ingress gets a managed address named like its HTTP forwarding rule (`k8s2-fr-<lb>`), and
+//! all its forwarding rules use that address. So the IP lives as long as the Ingress: through
+//! adding and removing TLS, `allow-http: "false"`, a forwarding rule being recreated and operator
+//! restarts. Only naming (or un-naming) a static address changes it.
 //!
-//! The address lives as long as the Ingress (so its IP stays stable across updates) and is
-//! deleted with the Ingress's frontend or by garbage collection; a user's reserved address
-//! (never named like ours) is never touched.
+//! The address is reserved by promoting the IP a rule of the Ingress already has (the Compute
+//! API reference documents promotion as the way to keep an ephemeral IP; `globalAddresses.insert`
+//! with `address` set), else a fresh one is reserved before the first rule is created.
+//! Sources: inventory §1 (`ingress.kubernetes.io/static-ip`) and §4 ("A managed static IP takes
+//! the HTTP FR's name"); ingress-gce `pkg/loadbalancers/addresses.go` checkStaticIP. GKE promotes
+//! only while an Ingress has both HTTP and HTTPS, so its IP can still change when a rule is
+//! recreated; this operator promotes always (docs/routing.md, "Addresses").
+//!
+//! The address is deleted with the Ingress's frontend, by garbage collection, or when the user
+//! names a static address instead; a user's reserved address (never named like ours) is never
+//! touched.
 
 use google_cloud_compute_v1::model;
 
@@ -20,51 +26,53 @@ pub const KIND: &str = "Address";
 
 /// Description written on the managed address.
 const DESCRIPTION: &str =
-    "Static IP managed by gclb-operator for an Ingress (HTTP and HTTPS share it)";
+    "Static IP managed by gclb-operator for an Ingress (all its forwarding rules use it)";
 
-/// The managed address's IP, reserving it when absent: first by promoting `ephemeral_ip` (the
-/// HTTP rule's current IP, so the Ingress IP does not change); when Compute refuses that promotion
-/// with a 400 (an emulator that does not implement promotion of an in-use IP) a fresh address is
-/// reserved instead and the rules move to it once. `Ok(None)` when there is nothing to promote
-/// yet (no HTTP rule IP).
+/// Reserves the managed address (call it when [`get_ip`] found none) and returns its IP: first by promoting
+/// `current_ip` (the IP a forwarding rule of the Ingress has now, so the Ingress IP does not
+/// change), else, or when Compute refuses that IP (it is reserved by another address, as after a
+/// user's static IP annotation was removed), a fresh address.
 ///
-/// Errors: any Compute failure other than the refused promotion, as [`SyncError::Compute`].
+/// Errors: any Compute failure other than a refused promotion, as [`SyncError::Compute`];
+/// [`SyncError::Compute`] as well when the address has no IP after a successful insert.
 pub async fn ensure_managed(
     compute: &Compute,
     name: &str,
-    ephemeral_ip: Option<&str>,
+    current_ip: Option<&str>,
     changes: &mut Changes,
-) -> Result<Option<String>, SyncError> {
-    let err = |e| SyncError::compute(KIND, name, e);
-    if let Some(ip) = get_ip(compute, name).await? {
-        return Ok(Some(ip));
+) -> Result<String, SyncError> {
+    if let Some(ip) = current_ip {
+        let promote = model::Address::new()
+            .set_name(name)
+            .set_address(ip)
+            .set_description(DESCRIPTION);
+        match compute.insert_global_address(&promote).await {
+            Ok(()) => record(changes, KIND, name, Action::Created),
+            // Another worker won the race; or the IP is reserved elsewhere (see below).
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) if matches!(e.kind(), ErrorKind::Invalid | ErrorKind::ResourceInUse) => {
+                tracing::info!(name, ip, error = %e,
+                    "the rules' IP cannot be promoted (reserved by another address); reserving a new one");
+            }
+            Err(e) => return Err(SyncError::compute(KIND, name, e)),
+        }
+        if let Some(ip) = get_ip(compute, name).await? {
+            return Ok(ip);
+        }
     }
-    let Some(ephemeral_ip) = ephemeral_ip else {
-        return Ok(None);
-    };
-    let promote = model::Address::new()
+    let fresh = model::Address::new()
         .set_name(name)
-        .set_address(ephemeral_ip)
         .set_description(DESCRIPTION);
-    match compute.insert_global_address(&promote).await {
+    match compute.insert_global_address(&fresh).await {
         Ok(()) => record(changes, KIND, name, Action::Created),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-        // 400: invalid, or read as in use since the message says the IP is taken.
-        Err(e) if matches!(e.kind(), ErrorKind::Invalid | ErrorKind::ResourceInUse) => {
-            tracing::warn!(name, ip = ephemeral_ip, error = %e,
-                "promoting the HTTP rule's IP was refused; reserving a new address instead");
-            let fresh = model::Address::new()
-                .set_name(name)
-                .set_description(DESCRIPTION);
-            match compute.insert_global_address(&fresh).await {
-                Ok(()) => record(changes, KIND, name, Action::Created),
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(err(e)),
-            }
-        }
-        Err(e) => return Err(err(e)),
+        Err(e) => return Err(SyncError::compute(KIND, name, e)),
     }
-    get_ip(compute, name).await
+    get_ip(compute, name)
+        .await?
+        .ok_or_else(|| SyncError::NoAddress {
+            name: name.to_string(),
+        })
 }
 
 /// The address's IP, `None` when it does not exist.

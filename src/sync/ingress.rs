@@ -60,8 +60,9 @@ pub async fn sync_backends(
 pub struct FrontendStatus {
     /// The load balancer IP (HTTP forwarding rule first, else HTTPS).
     pub ip: Option<String>,
-    /// Name of the managed static address both rules use (`k8s2-fr-<lb>`), when one was
-    /// promoted (see [`addresses`]); for the `ingress.kubernetes.io/static-ip` annotation.
+    /// Name of the managed address every rule uses (`k8s2-fr-<lb>`), unless the Ingress names a
+    /// static address of its own (see [`addresses`]); for the `ingress.kubernetes.io/static-ip`
+    /// annotation.
     pub managed_address: Option<String>,
 }
 
@@ -89,29 +90,20 @@ pub async fn sync_frontend(
     if let Some(tp) = &frontend.target_http_proxy {
         target_http_proxies::ensure(compute, tp, changes).await?;
     }
-    // Both rules on one IP: the user's reserved address, else the managed one promoted from
-    // the HTTP rule's ephemeral IP (an ephemeral IP cannot be shared between two rules).
-    let mut shared_ip = static_ip.map(str::to_string);
-    if let (None, Some(fr), Some(_)) = (
-        static_ip,
-        &frontend.http_forwarding_rule,
-        &frontend.https_forwarding_rule,
-    ) {
-        let name = namer.http_forwarding_rule();
-        shared_ip = match addresses::get_ip(compute, &name).await? {
-            Some(ip) => Some(ip),
-            None => {
-                let ephemeral = forwarding_rules::ensure(compute, fr, changes).await?;
-                addresses::ensure_managed(compute, &name, ephemeral.as_deref(), changes).await?
-            }
-        };
-        status.managed_address = shared_ip.is_some().then_some(name);
-    }
+    // Every rule on one IP for the Ingress's whole life: the user's reserved address, else the
+    // managed one (see [`addresses`]).
+    let managed = namer.http_forwarding_rule();
+    let wants_rule =
+        frontend.http_forwarding_rule.is_some() || frontend.https_forwarding_rule.is_some();
+    let ip = match static_ip {
+        Some(ip) => Some(ip.to_string()),
+        None if wants_rule => Some(ensure_managed_ip(compute, namer, &managed, changes).await?),
+        None => None,
+    };
+    status.managed_address = (static_ip.is_none() && ip.is_some()).then(|| managed.clone());
     let with_ip = |fr: &model::ForwardingRule| {
         let mut fr = fr.clone();
-        if let Some(ip) = &shared_ip {
-            fr.ip_address = Some(ip.clone());
-        }
+        fr.ip_address = ip.clone();
         fr
     };
     if let Some(fr) = &frontend.http_forwarding_rule {
@@ -123,6 +115,15 @@ pub async fn sync_frontend(
     if let Some(fs) = &frontend.https_forwarding_rule {
         let ip = forwarding_rules::ensure(compute, &with_ip(fs), changes).await?;
         status.ip = status.ip.or(ip);
+    }
+    // The user named a static address: the managed one is garbage once no rule uses it.
+    if static_ip.is_some() {
+        delete_if_present(
+            addresses::KIND,
+            || compute.get_global_address(&managed),
+            || addresses::delete(compute, &managed, changes),
+        )
+        .await?;
     }
 
     // Parts no longer wanted, users first.
@@ -179,6 +180,31 @@ pub async fn sync_frontend(
     ssl_certificates::delete_stale(compute, &namer.ssl_certificate_prefix(), &keep, changes)
         .await?;
     Ok(status)
+}
+
+/// The managed address's IP; when it does not exist yet, it is reserved with the IP a rule of
+/// the Ingress has now (HTTP first), so an existing Ingress keeps its IP.
+async fn ensure_managed_ip(
+    compute: &Compute,
+    namer: &FrontendNamer,
+    managed: &str,
+    changes: &mut Changes,
+) -> Result<String, SyncError> {
+    if let Some(ip) = addresses::get_ip(compute, managed).await? {
+        return Ok(ip);
+    }
+    let mut current = None;
+    for name in [namer.http_forwarding_rule(), namer.https_forwarding_rule()] {
+        let rule = compute
+            .get_forwarding_rule(&name)
+            .await
+            .map_err(|e| SyncError::compute(forwarding_rules::KIND, &name, e))?;
+        current = rule.and_then(|r| r.ip_address).filter(|ip| !ip.is_empty());
+        if current.is_some() {
+            break;
+        }
+    }
+    addresses::ensure_managed(compute, managed, current.as_deref(), changes).await
 }
 
 /// Deletes a `kind` resource when `get` finds it. Looking first matters: a DELETE of something

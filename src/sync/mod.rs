@@ -55,6 +55,12 @@ pub enum SyncError {
         /// Attempts made.
         attempts: usize,
     },
+    /// A reserved address has no IP although its insert succeeded (a Compute bug; retried).
+    #[error("Address {name:?} was reserved but has no IP address; retrying later")]
+    NoAddress {
+        /// Address name.
+        name: String,
+    },
 }
 
 impl SyncError {
@@ -71,6 +77,7 @@ impl SyncError {
         match self {
             Self::Compute { source, .. } => Some(source.kind()),
             Self::Conflict { .. } => Some(ErrorKind::ConditionNotMet),
+            Self::NoAddress { .. } => None,
         }
     }
 }

@@ -438,6 +438,16 @@ async fn in_sync_frontend_resync_sends_no_mutation_even_for_absent_https_parts()
         .with_priority(1)
         .mount(&server)
         .await;
+    // The managed address the rule uses (reserved by an earlier sync).
+    Mock::given(method("GET"))
+        .and(path(format!("{base}/addresses/{fr}")))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"name": fr, "address": "127.130.0.9", "status": "IN_USE"})),
+        )
+        .with_priority(1)
+        .mount(&server)
+        .await;
     Mock::given(method("GET"))
         .and(path(format!("{base}/sslCertificates")))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": []})))
@@ -498,12 +508,11 @@ async fn address_absent_once_then(server: &MockServer, name: &str, ip: &str) {
         .await;
 }
 
-/// HTTP+HTTPS without a static IP name: the HTTP rule's ephemeral IP is promoted to a reserved
-/// address named like the HTTP rule (inventory §4), so the IP the Ingress shows does not change.
+/// Without a static IP name the IP a rule already has is promoted to a reserved address named
+/// like the HTTP rule (inventory §4), so the IP the Ingress shows does not change.
 #[tokio::test]
-async fn managed_static_ip_promotes_the_http_rules_ephemeral_ip() {
+async fn managed_static_ip_promotes_the_rules_ephemeral_ip() {
     let server = MockServer::start().await;
-    address_absent_once_then(&server, "k8s2-fr-x", "127.200.0.7").await;
     Mock::given(method("POST"))
         .and(path(ADDR))
         .and(body_partial_json(
@@ -513,35 +522,35 @@ async fn managed_static_ip_promotes_the_http_rules_ephemeral_ip() {
         .expect(1)
         .mount(&server)
         .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{ADDR}/k8s2-fr-x")))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"name": "k8s2-fr-x", "address": "127.200.0.7"})),
+        )
+        .mount(&server)
+        .await;
     let compute = compute_for(&server).await;
     let mut changes = Changes::new();
     let ip = addresses::ensure_managed(&compute, "k8s2-fr-x", Some("127.200.0.7"), &mut changes)
         .await
         .unwrap();
-    assert_eq!(ip.as_deref(), Some("127.200.0.7"));
+    assert_eq!(ip, "127.200.0.7");
     assert_eq!(changes.len(), 1, "{changes:?}");
 }
 
-/// An existing managed address is used as it is (no write), and an API that refuses the
-/// promotion as invalid gets a fresh reservation instead.
+/// An IP that Compute refuses to promote (another address reserves it, as after a user's
+/// static IP annotation was removed) gets a fresh reservation instead.
 #[tokio::test]
-async fn managed_static_ip_is_reused_or_freshly_reserved_when_promotion_is_refused() {
+async fn managed_static_ip_is_freshly_reserved_when_promotion_is_refused() {
     let server = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path(format!("{ADDR}/k8s2-fr-kept")))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"name": "k8s2-fr-kept", "address": "127.200.0.1"})),
-        )
-        .mount(&server)
-        .await;
     address_absent_once_then(&server, "k8s2-fr-new", "127.200.0.2").await;
     Mock::given(method("POST"))
         .and(path(ADDR))
         .and(body_partial_json(json!({"address": "127.200.0.9"})))
         .respond_with(ResponseTemplate::new(400).set_body_json(json!({"error": {
-            "code": 400, "message": "The address is already in use", "status": "INVALID_ARGUMENT",
-            "errors": [{"domain": "global", "reason": "invalid", "message": "in use"}]}})))
+            "code": 400, "message": "The IP address is already reserved", "status": "INVALID_ARGUMENT",
+            "errors": [{"domain": "global", "reason": "invalid", "message": "reserved"}]}})))
         .with_priority(1)
         .expect(1)
         .mount(&server)
@@ -556,16 +565,11 @@ async fn managed_static_ip_is_reused_or_freshly_reserved_when_promotion_is_refus
         .await;
     let compute = compute_for(&server).await;
     let mut changes = Changes::new();
-    let kept = addresses::ensure_managed(&compute, "k8s2-fr-kept", Some("127.9.9.9"), &mut changes)
-        .await
-        .unwrap();
-    assert_eq!(kept.as_deref(), Some("127.200.0.1"));
-    assert!(changes.is_empty(), "{changes:?}");
     let fresh =
         addresses::ensure_managed(&compute, "k8s2-fr-new", Some("127.200.0.9"), &mut changes)
             .await
             .unwrap();
-    assert_eq!(fresh.as_deref(), Some("127.200.0.2"));
+    assert_eq!(fresh, "127.200.0.2");
     assert_eq!(changes.len(), 1, "{changes:?}");
 }
 

@@ -6,6 +6,8 @@
 //! workspace); `make test` builds them all before running tests.
 #![allow(dead_code)]
 
+pub mod load;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

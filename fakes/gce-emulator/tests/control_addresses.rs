@@ -21,7 +21,10 @@ async fn refused(emu: &Emulator, path: &str, body: Value, mentions: &str) {
     let (code, v) = emu.post(path, &body).await;
     assert_eq!(code, 400, "POST {path} {body} should be refused: {v}");
     let msg = v["error"]["message"].as_str().unwrap_or_default();
-    assert!(msg.contains(mentions), "{msg:?} should mention {mentions:?}");
+    assert!(
+        msg.contains(mentions),
+        "{msg:?} should mention {mentions:?}"
+    );
 }
 
 async fn get(emu: &Emulator, path: &str) -> Value {
