@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Regenerates openapi/v3/*.json and openapi/discovery/*.json from the captured v1.36 documents
 (/work/shared/reference/kube-api-v1.36/), keeping only the served resources (SERVED below) and
-the component schemas their paths reach. Run: python3 openapi/trim.py [REFERENCE_DIR]."""
+the component schemas their paths reach. Run: python3 openapi/trim.py [REFERENCE_DIR].
+discovery/apis_authentication.k8s.io_v1.json and apis_authorization.k8s.io_v1.json are not in
+the captured set: they are written by hand from the same server's aggregated discovery
+(discovery/apis-aggregated-v2.json there), and this script leaves them alone."""
 import json, os, re, sys
 
 REF = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/reference/kube-api-v1.36"
@@ -9,8 +12,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # group-version file stem -> served resources (subresources included by name).
 SERVED = {
     "api_v1": ["configmaps", "endpoints", "events", "namespaces", "namespaces/status", "pods",
-               "pods/status", "secrets", "serviceaccounts", "services", "services/status",
-               "nodes", "nodes/status"],
+               "pods/status", "secrets", "serviceaccounts", "serviceaccounts/token", "services",
+               "services/status", "nodes", "nodes/status"],
     "apis_apiextensions.k8s.io_v1": ["customresourcedefinitions", "customresourcedefinitions/status"],
     "apis_coordination.k8s.io_v1": ["leases"],
     "apis_discovery.k8s.io_v1": ["endpointslices"],

@@ -169,6 +169,7 @@ pub fn served_resources(crd: &Value) -> Vec<ResourceInfo> {
             short_names: strings(&names["shortNames"]),
             categories: strings(&names["categories"]),
             status_subresource: v["subresources"].get("status").is_some(),
+            subresources: Vec::new(),
             storage: storage.clone(),
             crd_version: Some(v.clone()),
             crd_name: Some(crd_name.clone()),

@@ -135,6 +135,7 @@ pub fn api_resource_list(registry: &Registry, group: &str, version: &str) -> Opt
                 "kind": r.kind, "verbs": ["get", "patch", "update"],
             }));
         }
+        resources.extend(r.subresources.iter().cloned());
     }
     if resources.is_empty() {
         return None;
@@ -162,8 +163,24 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
     if !r.categories.is_empty() {
         e["categories"] = json!(r.categories);
     }
+    let mut subresources = Vec::new();
     if r.status_subresource {
-        e["subresources"] = json!([{"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}]);
+        subresources.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
+    }
+    for s in &r.subresources {
+        let name = s["name"]
+            .as_str()
+            .and_then(|n| n.split_once('/'))
+            .map(|(_, n)| n);
+        subresources.push(json!({
+            "subresource": name,
+            "responseKind": {"group": s["group"].as_str().unwrap_or_default(),
+                "version": s["version"].as_str().unwrap_or_default(), "kind": s["kind"]},
+            "verbs": s["verbs"],
+        }));
+    }
+    if !subresources.is_empty() {
+        e["subresources"] = json!(subresources);
     }
     e
 }

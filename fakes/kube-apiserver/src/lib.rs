@@ -2,6 +2,8 @@
 //! watch, patches, status subresource, finalizers, CRDs) plus local controllers.
 //! See docs/kube-apiserver.md for what is supported and what is simplified.
 
+pub mod admission;
+pub mod auth;
 pub mod crd_validation;
 pub mod crds;
 pub mod defaults;

@@ -37,6 +37,10 @@ struct Args {
     /// 410 Expired.
     #[arg(long, default_value_t = fake_kube_apiserver::store::HISTORY_LIMIT)]
     watch_history: usize,
+    /// Append one JSON line per request to this file, in the audit.k8s.io/v1 `Event` shape of
+    /// a real server's `--audit-log-path` at level Metadata (docs/kube-apiserver.md).
+    #[arg(long)]
+    audit_log: Option<PathBuf>,
     /// Do not run the local EndpointSlice controller and kubelet.
     #[arg(long)]
     no_local_controllers: bool,
@@ -60,6 +64,7 @@ async fn main() -> anyhow::Result<()> {
         kubeconfig_out: args.kubeconfig_out.clone(),
         state_file: args.state_file.clone(),
         watch_history: args.watch_history,
+        audit_log: args.audit_log.clone(),
     })
     .await
     .context("starting fake-kube-apiserver")?;

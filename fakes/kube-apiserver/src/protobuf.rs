@@ -3,7 +3,11 @@
 //! with `typeMeta` and `raw`) and the messages of Namespace, ConfigMap and Secret with the
 //! ObjectMeta fields a client sets (name, generateName, namespace, labels, annotations,
 //! finalizers). Field numbers are those of the `generated.proto` files of k8s.io/api core/v1 and
-//! k8s.io/apimachinery meta/v1. Other kinds answer 415 and clients use JSON.
+//! k8s.io/apimachinery meta/v1. Also the review and token kinds kubectl sends for
+//! `kubectl auth can-i` and `kubectl create token` (authorization.k8s.io/v1
+//! SelfSubjectAccessReview, SubjectAccessReview, LocalSubjectAccessReview,
+//! SelfSubjectRulesReview; authentication.k8s.io/v1 TokenRequest, TokenReview), decoded by the
+//! field tables below. Other kinds answer 415 and clients use JSON.
 
 use base64::Engine;
 use serde_json::{json, Map, Value};
@@ -172,6 +176,119 @@ fn decode_kind(kind: &str, raw: &[u8]) -> Option<Value> {
     Some(Value::Object(obj))
 }
 
+/// How one protobuf field maps to JSON.
+#[derive(Clone, Copy)]
+enum Field {
+    /// A string (empty strings are left out, as JSON's `omitempty` would).
+    Str(&'static str),
+    /// A repeated string.
+    Strings(&'static str),
+    /// A varint integer (0 left out).
+    Int(&'static str),
+    /// An embedded message.
+    Message(&'static str, &'static [(u64, Field)]),
+}
+
+const RESOURCE_ATTRIBUTES: &[(u64, Field)] = &[
+    (1, Field::Str("namespace")),
+    (2, Field::Str("verb")),
+    (3, Field::Str("group")),
+    (4, Field::Str("version")),
+    (5, Field::Str("resource")),
+    (6, Field::Str("subresource")),
+    (7, Field::Str("name")),
+];
+const NON_RESOURCE_ATTRIBUTES: &[(u64, Field)] =
+    &[(1, Field::Str("path")), (2, Field::Str("verb"))];
+const SELF_SAR_SPEC: &[(u64, Field)] = &[
+    (1, Field::Message("resourceAttributes", RESOURCE_ATTRIBUTES)),
+    (
+        2,
+        Field::Message("nonResourceAttributes", NON_RESOURCE_ATTRIBUTES),
+    ),
+];
+const SAR_SPEC: &[(u64, Field)] = &[
+    (1, Field::Message("resourceAttributes", RESOURCE_ATTRIBUTES)),
+    (
+        2,
+        Field::Message("nonResourceAttributes", NON_RESOURCE_ATTRIBUTES),
+    ),
+    (3, Field::Str("user")),
+    (4, Field::Strings("groups")),
+    (6, Field::Str("uid")),
+];
+const RULES_REVIEW_SPEC: &[(u64, Field)] = &[(1, Field::Str("namespace"))];
+const BOUND_OBJECT_REF: &[(u64, Field)] = &[
+    (1, Field::Str("kind")),
+    (2, Field::Str("apiVersion")),
+    (3, Field::Str("name")),
+    (4, Field::Str("uid")),
+];
+const TOKEN_REQUEST_SPEC: &[(u64, Field)] = &[
+    (1, Field::Strings("audiences")),
+    (3, Field::Message("boundObjectRef", BOUND_OBJECT_REF)),
+    (4, Field::Int("expirationSeconds")),
+];
+const TOKEN_REVIEW_SPEC: &[(u64, Field)] =
+    &[(1, Field::Str("token")), (2, Field::Strings("audiences"))];
+
+/// The spec table of a review or token kind (`metadata` is field 1 and `spec` field 2 in all).
+fn spec_table(api_version: &str, kind: &str) -> Option<&'static [(u64, Field)]> {
+    Some(match (api_version, kind) {
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => SELF_SAR_SPEC,
+        ("authorization.k8s.io/v1", "SubjectAccessReview" | "LocalSubjectAccessReview") => SAR_SPEC,
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => RULES_REVIEW_SPEC,
+        ("authentication.k8s.io/v1", "TokenRequest") => TOKEN_REQUEST_SPEC,
+        ("authentication.k8s.io/v1", "TokenReview") => TOKEN_REVIEW_SPEC,
+        // No spec: the answer is all status.
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => &[],
+        _ => return None,
+    })
+}
+
+fn decode_table(b: &[u8], table: &[(u64, Field)]) -> Option<Value> {
+    let mut out = Map::new();
+    for (n, w) in fields(b)? {
+        let Some((_, f)) = table.iter().find(|(num, _)| *num == n) else {
+            continue;
+        };
+        match (*f, w) {
+            (Field::Str(k), Wire::Bytes(v)) => {
+                let s = string(v)?;
+                if !s.is_empty() {
+                    out.insert(k.into(), json!(s));
+                }
+            }
+            (Field::Strings(k), Wire::Bytes(v)) => {
+                let list = out.entry(k).or_insert_with(|| json!([]));
+                if let Some(a) = list.as_array_mut() {
+                    a.push(json!(string(v)?));
+                }
+            }
+            (Field::Int(k), Wire::Varint(i)) if i != 0 => {
+                out.insert(k.into(), json!(i as i64));
+            }
+            (Field::Message(k, t), Wire::Bytes(v)) => {
+                out.insert(k.into(), decode_table(v, t)?);
+            }
+            _ => {}
+        }
+    }
+    Some(Value::Object(out))
+}
+
+fn decode_review(table: &'static [(u64, Field)], raw: &[u8]) -> Option<Value> {
+    let mut obj = Map::new();
+    for (n, w) in fields(raw)? {
+        match (n, w) {
+            (1, Wire::Bytes(v)) => drop(obj.insert("metadata".into(), object_meta(v)?)),
+            (2, Wire::Bytes(v)) => drop(obj.insert("spec".into(), decode_table(v, table)?)),
+            _ => {}
+        }
+    }
+    Some(Value::Object(obj))
+}
+
 /// Decodes a protobuf request body into the JSON object it encodes.
 ///
 /// Errors: 415 for kinds this server cannot decode (send JSON instead), 400 for a malformed body.
@@ -194,12 +311,16 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
             _ => {}
         }
     }
-    if api_version != "v1" || !["Namespace", "ConfigMap", "Secret"].contains(&kind.as_str()) {
+    let raw = raw.ok_or_else(bad)?;
+    let mut obj = if let Some(table) = spec_table(&api_version, &kind) {
+        decode_review(table, raw).ok_or_else(bad)?
+    } else if api_version == "v1" && ["Namespace", "ConfigMap", "Secret"].contains(&kind.as_str()) {
+        decode_kind(&kind, raw).ok_or_else(bad)?
+    } else {
         return Err(ApiError::UnsupportedMediaType(format!(
             "protobuf bodies of {api_version} {kind} are not supported; send application/json (kubectl apply -f / create -f)"
         )));
-    }
-    let mut obj = decode_kind(&kind, raw.ok_or_else(bad)?).ok_or_else(bad)?;
+    };
     obj["apiVersion"] = json!(api_version);
     obj["kind"] = json!(kind);
     Ok(obj)
@@ -235,6 +356,32 @@ mod tests {
             obj,
             json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "cm", "namespace": "default", "labels": {"app": "web"}}, "data": {"a": "b"}})
+        );
+    }
+
+    #[test]
+    fn decodes_a_self_subject_access_review() {
+        let attrs = [
+            field(1, b"default"),
+            field(2, b"patch"),
+            field(3, b"networking.k8s.io"),
+            field(4, b""),
+            field(5, b"ingresses"),
+            field(6, b"status"),
+        ]
+        .concat();
+        let raw = [field(1, b""), field(2, &field(1, &attrs))].concat();
+        let type_meta = [
+            field(1, b"authorization.k8s.io/v1"),
+            field(2, b"SelfSubjectAccessReview"),
+        ]
+        .concat();
+        let body = [MAGIC.to_vec(), field(1, &type_meta), field(2, &raw)].concat();
+        assert_eq!(
+            decode(&body).unwrap(),
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "metadata": {}, "spec": {"resourceAttributes": {"namespace": "default", "verb": "patch",
+                "group": "networking.k8s.io", "resource": "ingresses", "subresource": "status"}}})
         );
     }
 

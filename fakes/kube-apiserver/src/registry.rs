@@ -29,6 +29,9 @@ pub struct ResourceInfo {
     pub categories: Vec<String>,
     /// Whether the `status` subresource is served.
     pub status_subresource: bool,
+    /// Other subresources (e.g. `serviceaccounts/token`), as their legacy discovery entries
+    /// (`name`, `group`, `version`, `kind`, `verbs`).
+    pub subresources: Vec<Value>,
     /// Storage key shared by every version (and by core/v1 and events.k8s.io/v1 Events).
     pub storage: String,
     /// For CRD kinds: the CRD version object (schema, additionalPrinterColumns).
@@ -65,6 +68,22 @@ impl ResourceInfo {
         }
     }
 
+    /// Whether the resource is served at `{name}/{sub}` besides `status`.
+    pub fn has_subresource(&self, sub: &str) -> bool {
+        self.subresources.iter().any(|s| {
+            s["name"]
+                .as_str()
+                .and_then(|n| n.split_once('/'))
+                .is_some_and(|(_, n)| n == sub)
+        })
+    }
+
+    /// Whether objects of this resource are stored (false for the create-only review and
+    /// token kinds, whose answers are computed).
+    pub fn is_stored(&self) -> bool {
+        self.verbs.iter().any(|v| v == "get")
+    }
+
     /// True for events.k8s.io/v1 Events, stored as core/v1 Events and converted on the way.
     pub fn is_events_v1(&self) -> bool {
         self.group == "events.k8s.io" && self.plural == "events"
@@ -77,6 +96,8 @@ pub const BUILTIN_DISCOVERY: &[&str] = &[
     include_str!("../openapi/discovery/apis_admissionregistration.k8s.io_v1.json"),
     include_str!("../openapi/discovery/apis_apiextensions.k8s.io_v1.json"),
     include_str!("../openapi/discovery/apis_apps_v1.json"),
+    include_str!("../openapi/discovery/apis_authentication.k8s.io_v1.json"),
+    include_str!("../openapi/discovery/apis_authorization.k8s.io_v1.json"),
     include_str!("../openapi/discovery/apis_coordination.k8s.io_v1.json"),
     include_str!("../openapi/discovery/apis_discovery.k8s.io_v1.json"),
     include_str!("../openapi/discovery/apis_events.k8s.io_v1.json"),
@@ -111,6 +132,17 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
                 .iter()
                 .any(|s| s["name"].as_str() == Some(&format!("{name}/status")));
             let storage_group = if group == "events.k8s.io" { "" } else { group };
+            let prefix = format!("{name}/");
+            let subresources: Vec<Value> = all
+                .iter()
+                .filter(|s| {
+                    s["name"]
+                        .as_str()
+                        .and_then(|n| n.strip_prefix(&prefix))
+                        .is_some_and(|sub| sub != "status")
+                })
+                .cloned()
+                .collect();
             out.push(ResourceInfo {
                 group: group.to_string(),
                 version: version.to_string(),
@@ -122,6 +154,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
                 short_names: strings(&r["shortNames"]),
                 categories: strings(&r["categories"]),
                 status_subresource: status,
+                subresources,
                 storage: format!("{storage_group}/{name}"),
                 crd_version: None,
                 crd_name: None,

@@ -12,6 +12,7 @@ use http_body_util::BodyExt;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 
+use crate::auth::{self, audit::AuditLog, tokens::TokenIssuer, Auth};
 use crate::handlers::{self, App};
 use crate::openapi::OpenApi;
 use crate::registry::Registry;
@@ -32,6 +33,8 @@ pub struct ServerOptions {
     pub state_file: Option<PathBuf>,
     /// Changes kept for watch resumption (older resourceVersions get 410 Expired).
     pub watch_history: usize,
+    /// Append one audit.k8s.io/v1 `Event` line per request here (see [`crate::auth::audit`]).
+    pub audit_log: Option<PathBuf>,
 }
 
 /// Errors starting the server.
@@ -57,6 +60,14 @@ pub enum ServerError {
     /// Loading the state file failed.
     #[error(transparent)]
     StateFile(#[from] state_file::StateFileError),
+    /// The audit log could not be opened.
+    #[error("opening the audit log {path}: {source}")]
+    AuditLog {
+        /// The path given.
+        path: PathBuf,
+        /// I/O error.
+        source: std::io::Error,
+    },
 }
 
 /// A running server.
@@ -101,12 +112,26 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
         }
         tokio::spawn(state_file::persist(store.clone(), path.clone()));
     }
+    auth::bootstrap::ensure(&store);
+    let audit = match &options.audit_log {
+        Some(path) => Some(
+            AuditLog::open(path).map_err(|source| ServerError::AuditLog {
+                path: path.clone(),
+                source,
+            })?,
+        ),
+        None => None,
+    };
     let config = kubeconfig::render(&url, &identity.ca_pem, &token);
     kubeconfig::write(&options.kubeconfig_out, &config)?;
     let app = Arc::new(App {
         store: store.clone(),
         openapi: Arc::new(OpenApi::new()),
-        token,
+        auth: Arc::new(Auth {
+            admin_token: token,
+            tokens: TokenIssuer::new(),
+            audit,
+        }),
         server_address: addr.to_string(),
     });
     let sweeper = store.clone();
@@ -155,8 +180,15 @@ async fn accept_loop(listener: TcpListener, acceptor: tokio_rustls::TlsAcceptor,
                         Ok(b) => b.to_bytes(),
                         Err(_) => Default::default(),
                     };
-                    let resp =
-                        handlers::handle(app, parts.method, parts.uri, parts.headers, bytes).await;
+                    let resp = handlers::handle(
+                        app,
+                        parts.method,
+                        parts.uri,
+                        parts.headers,
+                        bytes,
+                        Some(peer),
+                    )
+                    .await;
                     Ok::<_, std::convert::Infallible>(resp.map(Body::new))
                 }
             });

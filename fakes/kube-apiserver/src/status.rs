@@ -26,6 +26,21 @@ fn joined(causes: &[FieldError]) -> String {
     }
 }
 
+fn forbidden_text(group: &str, resource: &str, name: &str, message: &str) -> String {
+    let qualified = if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    };
+    if qualified.is_empty() {
+        format!("forbidden: {message}")
+    } else if name.is_empty() {
+        format!("{qualified} is forbidden: {message}")
+    } else {
+        format!("{qualified} {name:?} is forbidden: {message}")
+    }
+}
+
 /// An error returned to an API client. Each variant maps to one HTTP code and `Status.reason`.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ApiError {
@@ -107,6 +122,21 @@ pub enum ApiError {
     /// 403 `Forbidden` (e.g. creating in a namespace that is terminating).
     #[error("{0}")]
     Forbidden(String),
+    /// 403 `Forbidden` about a resource, as `apierrors.NewForbidden` words it:
+    /// `{resource}.{group} "{name}" is forbidden: {message}` (without ` "{name}"` when the name
+    /// is empty, and just `forbidden: {message}` when the resource is empty), with `details`
+    /// naming group, resource (as `kind`) and name.
+    #[error("{}", forbidden_text(group, resource, name, message))]
+    ForbiddenResource {
+        /// API group.
+        group: String,
+        /// Plural resource (`""` for non-resource requests).
+        resource: String,
+        /// Object name (may be empty).
+        name: String,
+        /// Why, e.g. `User "u" cannot get resource "pods" in API group "" in the namespace "a"`.
+        message: String,
+    },
     /// 405 `MethodNotAllowed`.
     #[error("the server does not allow this method on the requested resource")]
     MethodNotAllowed,
@@ -135,7 +165,7 @@ impl ApiError {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Forbidden(_) | ApiError::ForbiddenResource { .. } => StatusCode::FORBIDDEN,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             ApiError::Expired(_) => StatusCode::GONE,
@@ -153,7 +183,7 @@ impl ApiError {
             ApiError::Conflict { .. } => "Conflict",
             ApiError::Invalid { .. } | ApiError::InvalidFields { .. } => "Invalid",
             ApiError::BadRequest(_) => "BadRequest",
-            ApiError::Forbidden(_) => "Forbidden",
+            ApiError::Forbidden(_) | ApiError::ForbiddenResource { .. } => "Forbidden",
             ApiError::MethodNotAllowed => "MethodNotAllowed",
             ApiError::NotAcceptable(_) => "NotAcceptable",
             ApiError::Expired(_) => "Expired",
@@ -192,6 +222,24 @@ impl ApiError {
             } => Some(json!({
                 "name": name, "group": group, "kind": resource.split('.').next().unwrap_or(resource),
             })),
+            ApiError::ForbiddenResource {
+                group,
+                resource,
+                name,
+                ..
+            } => {
+                let mut d = serde_json::Map::new();
+                if !name.is_empty() {
+                    d.insert("name".into(), json!(name));
+                }
+                if !group.is_empty() {
+                    d.insert("group".into(), json!(group));
+                }
+                if !resource.is_empty() {
+                    d.insert("kind".into(), json!(resource));
+                }
+                Some(Value::Object(d))
+            }
             ApiError::Invalid {
                 kind,
                 name,

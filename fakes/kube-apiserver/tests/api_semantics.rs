@@ -1,4 +1,4 @@
-//! API conventions over raw HTTPS: authentication, Status errors, optimistic concurrency,
+//! API conventions over raw HTTPS: authentication (see auth_rbac.rs for RBAC), Status errors, optimistic concurrency,
 //! namespaces, selectors, pagination, status subresource, generation, finalizers, graceful Pod
 //! deletion, server-side apply, watch resume/410/initial events, and the state file.
 
@@ -108,9 +108,12 @@ const CMS: &str = "/api/v1/namespaces/default/configmaps";
 async fn auth_errors_and_optimistic_concurrency() {
     let server = start(&["--no-local-controllers"]);
     let http = Http::new(&server);
+    // A wrong bearer token is 401; no credentials at all is the anonymous user, whom RBAC
+    // refuses (403), as on a real server with its default --anonymous-auth=true.
     let resp = server
         .http()
         .get(format!("{}/api/v1/namespaces", server.url))
+        .bearer_auth("not-the-token")
         .send()
         .await
         .unwrap();
@@ -123,6 +126,18 @@ async fn auth_errors_and_optimistic_concurrency() {
             status["code"].as_i64()
         ),
         (Some("Status"), Some("Unauthorized"), Some(401))
+    );
+    let resp = server
+        .http()
+        .get(format!("{}/api/v1/namespaces", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 403);
+    let status: Value = resp.json().await.unwrap();
+    assert_eq!(
+        status["message"],
+        r#"namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group "" at the cluster scope"#
     );
 
     let (code, status) = http.get(&format!("{CMS}/missing")).await;

@@ -11,6 +11,8 @@ use axum::response::{IntoResponse, Response};
 use http::{header, HeaderMap, Method, StatusCode, Uri};
 use serde_json::Value;
 
+use crate::auth::audit::AuditRecord;
+use crate::auth::{Auth, RequestContext};
 use crate::discovery;
 use crate::openapi::OpenApi;
 use crate::status::ApiError;
@@ -22,8 +24,8 @@ pub struct App {
     pub store: Arc<Store>,
     /// OpenAPI documents and schemas.
     pub openapi: Arc<OpenApi>,
-    /// The bearer token clients must send.
-    pub token: String,
+    /// Authentication, authorization and audit.
+    pub auth: Arc<Auth>,
     /// `host:port` the server listens on, for `/api`.
     pub server_address: String,
 }
@@ -66,14 +68,6 @@ pub fn json_response(code: StatusCode, value: &Value) -> Response {
     (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-fn authorized(app: &App, headers: &HeaderMap) -> bool {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| t.trim() == app.token)
-}
-
 /// Splits `/api/v1/...` or `/apis/{group}/{version}/...` into a [`ResourcePath`]; `None` for
 /// discovery paths and anything else.
 pub fn parse_resource_path(app: &App, path: &str) -> Option<ResourcePath> {
@@ -113,33 +107,58 @@ pub fn parse_resource_path(app: &App, path: &str) -> Option<ResourcePath> {
     })
 }
 
-/// Handles one request (after TLS). Never fails: errors become `Status` responses.
+/// Handles one request (after TLS): authentication, impersonation and authorization (see
+/// [`crate::auth`]), then the route; the audit log gets one line. Never fails: errors become
+/// `Status` responses.
 pub async fn handle(
     app: Arc<App>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
+    peer: Option<std::net::SocketAddr>,
 ) -> Response {
     let path = uri.path().to_string();
     let started = std::time::Instant::now();
-    let response = route(&app, &method, &uri, &headers, body)
-        .await
-        .unwrap_or_else(IntoResponse::into_response);
-    tracing::debug!(%method, path, status = response.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "request");
+    let received = chrono::Utc::now();
+    let (ctx, checked) = app.auth.check(&app.store, &method, &uri, &headers);
+    let result = match (checked, &ctx) {
+        (Ok(()), Some(ctx)) => route(&app, ctx, &method, &uri, &headers, body).await,
+        (Err(e), _) => Err(e),
+        (Ok(()), None) => Err(ApiError::Unauthorized),
+    };
+    let (response, error) = match result {
+        Ok(r) => (r, None),
+        Err(e) => (e.clone().into_response(), Some(e)),
+    };
+    if let Some(log) = &app.auth.audit {
+        let method_lower = method.as_str().to_ascii_lowercase();
+        log.write(&AuditRecord {
+            ctx: ctx.as_ref(),
+            request_uri: uri.path_and_query().map(|p| p.as_str()).unwrap_or(&path),
+            method: &method_lower,
+            source_ip: peer.map(|p| p.ip().to_string()),
+            user_agent: headers
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok()),
+            code: response.status().as_u16(),
+            error: error.as_ref(),
+            received,
+            watch: ctx.as_ref().is_some_and(|c| c.info.verb == "watch"),
+        });
+    }
+    tracing::debug!(%method, path, status = response.status().as_u16(), user = ctx.as_ref().map(|c| c.user().name.as_str()).unwrap_or(""), elapsed_ms = started.elapsed().as_millis() as u64, "request");
     response
 }
 
 async fn route(
     app: &Arc<App>,
+    ctx: &RequestContext,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    if !authorized(app, headers) {
-        return Err(ApiError::Unauthorized);
-    }
     let path = uri.path();
     let accept = headers
         .get(header::ACCEPT)
@@ -219,7 +238,7 @@ async fn route(
     }
     let rp = parse_resource_path(app, path).ok_or(ApiError::NoRoute)?;
     let query = parse_query(uri);
-    objects::dispatch(app, method, &rp, &query, headers, accept, body).await
+    objects::dispatch(app, ctx, method, &rp, &query, headers, accept, body).await
 }
 
 /// A response body from a stream, for watches.

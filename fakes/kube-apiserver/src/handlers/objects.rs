@@ -10,6 +10,8 @@ use http::{header, HeaderMap, Method, StatusCode};
 use serde_json::{json, Value};
 
 use super::{json_response, streaming, App, Query, ResourcePath};
+use crate::admission;
+use crate::auth::{reviews, RequestContext};
 use crate::patch::{self, apply, PatchType};
 use crate::registry::ResourceInfo;
 use crate::selectors::{FieldSelector, LabelSelector};
@@ -123,8 +125,10 @@ fn delete_options(q: &Query, headers: &HeaderMap, body: &[u8]) -> Result<DeleteO
 }
 
 /// Runs the verb for `method` on the resource path.
+#[allow(clippy::too_many_arguments)]
 pub async fn dispatch(
     app: &Arc<App>,
+    ctx: &RequestContext,
     method: &Method,
     rp: &ResourcePath,
     q: &Query,
@@ -137,6 +141,36 @@ pub async fn dispatch(
         .find(&rp.group, &rp.version, &rp.plural)
         .ok_or(ApiError::NoRoute)?;
     let store = &app.store;
+    if !res.verbs.contains(&ctx.info.verb) && rp.subresource.is_none() {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    if reviews::serves(&res) {
+        if *method != Method::POST || rp.name.is_some() {
+            return Err(ApiError::MethodNotAllowed);
+        }
+        let ns = rp.namespace.clone().unwrap_or_default();
+        let created = reviews::create(
+            &app.auth,
+            store,
+            ctx.user(),
+            &res,
+            &ns,
+            decode_body(headers, &body)?,
+        )?;
+        return Ok(json_response(StatusCode::CREATED, &created));
+    }
+    if let (Some("token"), Some(name)) = (rp.subresource.as_deref(), rp.name.as_deref()) {
+        if !res.has_subresource("token") {
+            return Err(ApiError::NoRoute);
+        }
+        if *method != Method::POST {
+            return Err(ApiError::MethodNotAllowed);
+        }
+        let ns = rp.namespace.clone().unwrap_or_default();
+        let token =
+            reviews::token_request(&app.auth, store, &ns, name, decode_body(headers, &body)?)?;
+        return Ok(json_response(StatusCode::CREATED, &token));
+    }
     if q.get("dryRun").is_some_and(|d| !d.is_empty()) {
         return Err(ApiError::BadRequest("dryRun is not supported by fake-kube-apiserver; run the request without --dry-run=server".into()));
     }
@@ -228,10 +262,11 @@ pub async fn dispatch(
             if res.namespaced && rp.namespace.is_none() {
                 return Err(ApiError::MethodNotAllowed);
             }
-            let obj = decode_body(headers, &body)?;
+            let mut obj = decode_body(headers, &body)?;
             if strict {
                 validation::strict(&res, &obj, app.openapi.schema_of(&res))?;
             }
+            admission::admit_create(store, &res, &ns, &mut obj)?;
             let created = store.create(&res, &ns, obj, &Writer::update(manager(q, headers)))?;
             Ok(created_or_ok(
                 StatusCode::CREATED,
@@ -288,6 +323,7 @@ pub async fn dispatch(
                     Err(ApiError::NotFound { .. }) if !status_only => {
                         let mut obj = config.clone();
                         crate::meta::metadata_mut(&mut obj).insert("name".into(), json!(name));
+                        admission::admit_create(store, &res, &ns, &mut obj)?;
                         let created = store.create(&res, &ns, obj, &writer)?;
                         Ok(created_or_ok(
                             StatusCode::CREATED,

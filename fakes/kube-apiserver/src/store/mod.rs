@@ -15,9 +15,10 @@ use tokio::sync::broadcast;
 
 mod deletion;
 mod names;
+mod namespaces;
 mod write;
 
-pub use names::valid_name;
+pub use namespaces::DEFAULT_SERVICE_ACCOUNT;
 
 use crate::meta::{self, metadata_mut};
 use crate::registry::{Registry, ResourceInfo};
@@ -279,6 +280,30 @@ impl Store {
             .get(&(res.storage.clone(), ns.to_string(), name.to_string()))
             .map(|o| Self::present(res, o))
             .ok_or_else(|| not_found(res, name))
+    }
+
+    /// One stored object by storage key (see [`ResourceInfo::storage`]), in storage form.
+    pub fn get_stored(&self, storage: &str, ns: &str, name: &str) -> Option<Value> {
+        self.lock()
+            .objects
+            .get(&(storage.to_string(), ns.to_string(), name.to_string()))
+            .cloned()
+    }
+
+    /// The stored objects under a storage key, in one namespace or all, in storage form.
+    pub fn list_stored(&self, storage: &str, ns: Option<&str>) -> Vec<Value> {
+        let inner = self.lock();
+        let start = (
+            storage.to_string(),
+            ns.unwrap_or_default().to_string(),
+            String::new(),
+        );
+        inner
+            .objects
+            .range(start..)
+            .take_while(|((s, n, _), _)| s == storage && ns.is_none_or(|want| want == n))
+            .map(|(_, o)| o.clone())
+            .collect()
     }
 
     /// Lists objects of `res` in name order (namespace, then name), filtered and paginated.

@@ -1,20 +1,7 @@
-//! Object names and identifiers: DNS-1123 subdomain names, `generateName` suffixes, uids.
+//! Generated names and identifiers: `generateName` suffixes and uids (name rules are in
+//! [`crate::validation::names`]).
 
 use rand::Rng;
-
-/// A DNS-1123 subdomain (names of most kinds), at most 253 characters.
-pub fn valid_name(name: &str) -> bool {
-    name.len() <= 253
-        && !name.is_empty()
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
-}
 
 /// Random suffix for `generateName`, from the alphabet the real server uses.
 pub(super) fn random_suffix() -> String {

@@ -8,8 +8,9 @@ use serde_json::{json, Value};
 use std::sync::MutexGuard;
 
 use super::deletion::ready_to_remove;
-use super::names::{new_uid, random_suffix, valid_name};
+use super::names::{new_uid, random_suffix};
 use super::{invalid, not_found, ChangeType, Inner, Store, Writer};
+use crate::crd_validation::FieldError;
 use crate::crds;
 use crate::managed_fields;
 use crate::meta::{self, finalizers, metadata_mut, timestamp};
@@ -64,21 +65,6 @@ fn spec_part(obj: &Value) -> Value {
 }
 
 impl Store {
-    fn check_namespace(&self, inner: &Inner, res: &ResourceInfo, ns: &str) -> Result<(), ApiError> {
-        if !res.namespaced {
-            return Ok(());
-        }
-        match inner.objects.get(&("/namespaces".to_string(), String::new(), ns.to_string())) {
-            None => Err(ApiError::NotFound { resource: "namespaces".into(), name: ns.into(), group: String::new() }),
-            Some(n) if n["metadata"]["deletionTimestamp"].is_string() => Err(ApiError::Forbidden(format!(
-                "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
-                res.qualified(),
-                meta::name(n)
-            ))),
-            Some(_) => Ok(()),
-        }
-    }
-
     /// `POST`: creates `obj` (client form) in `ns`.
     ///
     /// Errors: 422 for a missing/invalid name, 404 for a missing namespace, 409 AlreadyExists,
@@ -127,10 +113,21 @@ impl Store {
             }
             name = format!("{prefix}{}", random_suffix());
         }
-        if !valid_name(&name) {
-            return Err(invalid(res, &name, "metadata.name", format!(
-                "Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
-            )));
+        let name_errors = crate::validation::names::check(res, &name, false);
+        if !name_errors.is_empty() {
+            return Err(ApiError::InvalidFields {
+                kind: res.kind.clone(),
+                name: name.clone(),
+                group: res.group.clone(),
+                causes: name_errors
+                    .into_iter()
+                    .map(|m| FieldError {
+                        reason: "FieldValueInvalid",
+                        field: "metadata.name".into(),
+                        message: format!("Invalid value: {name:?}: {m}"),
+                    })
+                    .collect(),
+            });
         }
         md.insert("name".into(), json!(name));
         if res.namespaced {
@@ -176,6 +173,9 @@ impl Store {
         }
         let stored = self.commit(&mut inner, ChangeType::Added, res, ns, &name, obj, None);
         self.sync_crd(&inner, res, &stored);
+        if res.storage == "/namespaces" {
+            self.namespace_created(&mut inner, &name);
+        }
         Ok(Self::present(res, &stored))
     }
 
