@@ -5,6 +5,7 @@
 //! Control plane map: [`api`] (HTTP routes) -> [`emulator`] (routing to methods, faults,
 //! counters, commit and publish) -> [`methods`] (insert/get/delete/update/patch/setters) ->
 //! [`resources`] (one module per Compute resource: validation and defaults) over [`store`].
+//! [`network`] is the pure network model (instances, firewall rules) the data plane consults.
 //! See docs/emulator.md.
 
 pub mod addresses;
@@ -22,6 +23,7 @@ pub mod health_state;
 pub mod listing;
 pub mod methods;
 pub mod metrics;
+pub mod network;
 pub mod operations;
 pub mod options;
 pub mod resources;

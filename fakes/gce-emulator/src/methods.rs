@@ -5,7 +5,6 @@
 //! request changes nothing.
 
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
@@ -65,19 +64,7 @@ pub struct Mutation {
     pub target_id: Option<String>,
 }
 
-static ID_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// A new resource id: a random 63-bit number (decimal string on the wire), never repeated
-/// within one process.
-pub fn new_id() -> u64 {
-    let r: u64 = rand::random::<u64>() >> 12;
-    (r << 11 | (ID_COUNTER.fetch_add(1, Ordering::Relaxed) & 0x7ff)) | 1 << 62
-}
-
-/// Now as RFC 3339 with milliseconds, as `creationTimestamp` and Operation times are written.
-pub fn timestamp() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
-}
+pub use crate::store::{new_id, timestamp};
 
 /// Fingerprint of a JSON value: URL-safe base64 (as the real API and the Rust client, which
 /// decodes it as `bytes`, use) of the first 8 bytes of SHA-256 over its canonical

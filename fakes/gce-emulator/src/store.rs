@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -12,6 +13,20 @@ use crate::snapshot::{NetworkEndpoint, ResourceKey, Snapshot};
 
 /// Fields whose URLs are not references that pin another resource.
 const NOT_REFERENCES: &[&str] = &["selfLink", "users", "zone", "region", "kind", "targetLink"];
+
+static ID_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A new resource id: a random 63-bit number (decimal string on the wire), never repeated
+/// within one process.
+pub fn new_id() -> u64 {
+    let r: u64 = rand::random::<u64>() >> 12;
+    (r << 11 | (ID_COUNTER.fetch_add(1, Ordering::Relaxed) & 0x7ff)) | 1 << 62
+}
+
+/// Now as RFC 3339 with milliseconds, as `creationTimestamp` and Operation times are written.
+pub fn timestamp() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
+}
 
 /// The mutable state of the emulator.
 #[derive(Debug, Default)]
@@ -57,8 +72,8 @@ impl State {
         }
         let value = json!({
             "kind": "compute#network",
-            "id": crate::methods::new_id().to_string(),
-            "creationTimestamp": crate::methods::timestamp(),
+            "id": new_id().to_string(),
+            "creationTimestamp": timestamp(),
             "name": "default",
             "description": "Default network for the project",
             "selfLink": format!("{}{key}", self.base),

@@ -1,0 +1,211 @@
+//! Custom verbs that are more than setting fields: `backendServices.getHealth`,
+//! `networkEndpointGroups.{list,attach,detach}NetworkEndpoints`, `urlMaps.validate` and
+//! `invalidateCache`, `securityPolicies.{get,add,patch,remove}Rule`. Field setters
+//! (`setUrlMap`, `setLabels`, ...) go through [`crate::methods::set_fields`].
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::emulator::route::method_not_found;
+use crate::emulator::{ApiRequest, Emulator};
+use crate::errors::ApiError;
+use crate::listing::ListParams;
+use crate::methods::{self, Mutation, Target};
+use crate::resources::{
+    self, backend_services, network_endpoint_groups, security_policies, url_maps, Prepare,
+};
+use crate::validate;
+
+impl Emulator {
+    pub(crate) async fn custom(
+        self: &Arc<Self>,
+        t: Target,
+        verb: &str,
+        req: &ApiRequest,
+    ) -> Result<Value, ApiError> {
+        let range = self.config.address_range;
+        let seg = t.coll.segment;
+        if let Some(fields) = resources::setter(seg, verb) {
+            return self
+                .mutate(&t.project, req, |s| {
+                    methods::set_fields(s, &t, verb, fields, &req.body, range)
+                })
+                .await;
+        }
+        let key = t.key();
+        match (seg, verb) {
+            ("backendServices", "getHealth") => {
+                let body = methods::parse_body(&req.body)?;
+                let state = self.state.lock().expect("state poisoned");
+                backend_services::get_health(&state, &t.project, &key, &body, &self.health)
+            }
+            ("networkEndpointGroups", "listNetworkEndpoints") => {
+                let body = methods::parse_body(&req.body)?;
+                validate::enum_field(
+                    &mut body.clone(),
+                    "networkEndpointGroupsListEndpointsRequest",
+                    "healthStatus",
+                    &["SHOW", "SKIP"],
+                    None,
+                )?;
+                let show = body.get("healthStatus").and_then(Value::as_str) == Some("SHOW");
+                let params = ListParams::from_query(&req.query)?;
+                let state = self.state.lock().expect("state poisoned");
+                if !state.resources.contains_key(&key) {
+                    return Err(ApiError::not_found(&key));
+                }
+                let items = network_endpoint_groups::list_items(&state, &key, show, &self.health);
+                drop(state);
+                let mut v = params.response(
+                    "compute#networkEndpointGroupsListNetworkEndpoints",
+                    &format!("{}{key}/listNetworkEndpoints", self.base),
+                    &items,
+                );
+                v.as_object_mut().map(|o| o.remove("selfLink"));
+                Ok(v)
+            }
+            ("networkEndpointGroups", "attachNetworkEndpoints" | "detachNetworkEndpoints") => {
+                let attach = verb == "attachNetworkEndpoints";
+                let body = methods::parse_body(&req.body)?;
+                self.mutate(&t.project, req, |s| {
+                    let neg = s
+                        .resources
+                        .get(&key)
+                        .cloned()
+                        .ok_or_else(|| ApiError::not_found(&key))?;
+                    let eps = network_endpoint_groups::parse_endpoints(
+                        &neg,
+                        &body,
+                        if attach {
+                            "attachEndpoints"
+                        } else {
+                            "detachEndpoints"
+                        },
+                    )?;
+                    network_endpoint_groups::apply(s, &key, eps, attach);
+                    Ok(Mutation {
+                        op_type: verb.to_string(),
+                        target: key.clone(),
+                        zone: t.zone.clone(),
+                        target_id: None,
+                    })
+                })
+                .await
+            }
+            ("urlMaps", "validate") => {
+                let body = methods::parse_body(&req.body)?;
+                let state = self.state.lock().expect("state poisoned");
+                let cx = Prepare {
+                    state: &state,
+                    project: &t.project,
+                    zone: None,
+                    key: &key,
+                    old: None,
+                    address_range: range,
+                };
+                Ok(url_maps::validate_verb(&cx, &body))
+            }
+            ("urlMaps", "invalidateCache") => {
+                self.mutate(&t.project, req, |s| {
+                    methods::get(s, &t)?;
+                    Ok(Mutation {
+                        op_type: verb.to_string(),
+                        target: key.clone(),
+                        zone: None,
+                        target_id: None,
+                    })
+                })
+                .await
+            }
+            ("securityPolicies", "getRule") => {
+                let state = self.state.lock().expect("state poisoned");
+                let sp = state
+                    .resources
+                    .get(&key)
+                    .ok_or_else(|| ApiError::not_found(&key))?;
+                let p = priority_param(&req.query)?;
+                sp["rules"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|r| r["priority"].as_i64() == Some(p))
+                    .cloned()
+                    .ok_or_else(|| {
+                        ApiError::invalid_value(
+                            "priority",
+                            &p.to_string(),
+                            "No rule with this priority exists in the policy.",
+                        )
+                    })
+            }
+            ("securityPolicies", "addRule" | "patchRule" | "removeRule") => {
+                let body = methods::parse_body(&req.body)?;
+                let p = priority_param(&req.query);
+                self.mutate(&t.project, req, |s| {
+                    let sp = s
+                        .resources
+                        .get(&key)
+                        .cloned()
+                        .ok_or_else(|| ApiError::not_found(&key))?;
+                    let mut rules: Vec<Value> = sp["rules"].as_array().cloned().unwrap_or_default();
+                    match verb {
+                        "addRule" => {
+                            let mut rule = body.clone();
+                            let prio =
+                                security_policies::check_rule(&mut rule, "securityPolicyRule")?;
+                            if rules.iter().any(|r| r["priority"].as_i64() == Some(prio)) {
+                                return Err(ApiError::invalid_value(
+                                    "securityPolicyRule.priority",
+                                    &prio.to_string(),
+                                    "A rule with this priority already exists.",
+                                ));
+                            }
+                            rules.push(Value::Object(rule));
+                        }
+                        _ => {
+                            let prio = p.clone()?;
+                            let i = rules
+                                .iter()
+                                .position(|r| r["priority"].as_i64() == Some(prio))
+                                .ok_or_else(|| {
+                                    ApiError::invalid_value(
+                                        "priority",
+                                        &prio.to_string(),
+                                        "No rule with this priority exists in the policy.",
+                                    )
+                                })?;
+                            if verb == "removeRule" {
+                                if prio == security_policies::DEFAULT_PRIORITY {
+                                    return Err(ApiError::invalid_value(
+                                        "priority",
+                                        &prio.to_string(),
+                                        "The default rule cannot be removed.",
+                                    ));
+                                }
+                                rules.remove(i);
+                            } else {
+                                methods::merge_patch(&mut rules[i], &Value::Object(body.clone()));
+                            }
+                        }
+                    }
+                    let patch = serde_json::to_vec(&json!({"rules": rules})).expect("json");
+                    let mut m = methods::update(s, &t, &patch, true, range)?;
+                    m.op_type = verb.to_string();
+                    Ok(m)
+                })
+                .await
+            }
+            _ => Err(method_not_found(req)),
+        }
+    }
+}
+
+fn priority_param(query: &[(String, String)]) -> Result<i64, ApiError> {
+    match query.iter().find(|(k, _)| k == "priority") {
+        None => Ok(0),
+        Some((_, v)) => v
+            .parse()
+            .map_err(|_| ApiError::invalid_value("priority", v, "Expected an integer.")),
+    }
+}
