@@ -178,7 +178,6 @@ spec:
                 "urlMaps",
                 "backendServices",
                 "healthChecks",
-                "firewalls",
                 "sslCertificates",
             ] {
                 left.extend(
@@ -187,6 +186,11 @@ spec:
                         .map(|n| format!("{c}/{n}")),
                 );
             }
+            left.extend(
+                sys.created_firewalls()?
+                    .into_iter()
+                    .map(|n| format!("firewalls/{n}")),
+            );
             left.extend(
                 sys.neg_names()?
                     .into_iter()

@@ -142,7 +142,7 @@ fn shared_vpc_firewall_refusal_gives_the_xpn_hint_and_its_command_works() -> Res
     let socket = sys.wait_for_ingress_socket("default", "my-ingress")?;
     sys.wait_for_response(&socket, "your-store.example", "/products", 200, "products-")?;
     assert!(
-        sys.compute_names("firewalls")?.is_empty(),
+        sys.created_firewalls()?.is_empty(),
         "the firewall rule was created despite the 403"
     );
 
@@ -205,7 +205,7 @@ fn shared_vpc_firewall_refusal_gives_the_xpn_hint_and_its_command_works() -> Res
         .nth(4)
         .unwrap_or_default()
         .to_string();
-    assert_eq!(sys.compute_names("firewalls")?, vec![name.clone()]);
+    assert_eq!(sys.created_firewalls()?, vec![name.clone()]);
     let rule = sys.compute_get(&format!(
         "compute/v1/projects/{PROJECT}/global/firewalls/{name}"
     ))?;

@@ -358,6 +358,24 @@ impl System {
         Ok(item_names(&list))
     }
 
+    /// Names of the firewall rules in the test project except the four a new project's
+    /// `default` network starts with (`default-allow-icmp`, `-internal`, `-rdp`, `-ssh`).
+    pub fn created_firewalls(&self) -> Result<Vec<String>> {
+        Ok(self
+            .compute_names("firewalls")?
+            .into_iter()
+            .filter(|n| {
+                !matches!(
+                    n.as_str(),
+                    "default-allow-icmp"
+                        | "default-allow-internal"
+                        | "default-allow-rdp"
+                        | "default-allow-ssh"
+                )
+            })
+            .collect())
+    }
+
     /// Names of the NEGs in the test zone.
     pub fn neg_names(&self) -> Result<Vec<String>> {
         let list = self.compute_get(&format!(

@@ -16,6 +16,9 @@ const READING_VERBS: &[&str] = &[
     "wait",
     "validate",
     "getRule",
+    "getXpnHost",
+    "getXpnResources",
+    "listXpnHosts",
 ];
 
 /// Whether a method id (`compute.backendServices.getHealth`) only reads.

@@ -369,9 +369,45 @@ fn write(state: &mut State, coll: &Collection, key: ResourceKey, mut value: Valu
     after_write(state, coll, &key, old.as_deref());
 }
 
-/// Derived state: NEG endpoint lists and global addresses' `status`/`users`.
+/// Replaces the stored resource `t` with `obj` (a whole resource as a custom verb computed
+/// it, e.g. `instances.setTags`), validating it like an update; the Operation's type is
+/// `verb`.
+pub fn rewrite(
+    state: &mut State,
+    t: &Target,
+    verb: &str,
+    mut obj: Obj,
+    range: (Ipv4Addr, u8),
+) -> Result<Mutation, ApiError> {
+    let key = t.key();
+    let old = state
+        .resources
+        .get(&key)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(&key))?;
+    for f in resources::output_only(t.coll)
+        .iter()
+        .chain(["fingerprint"].iter())
+    {
+        obj.remove(*f);
+    }
+    let value = build(state, t, &key, obj, Some(&old), range)?;
+    write(state, t.coll, key.clone(), value);
+    Ok(Mutation {
+        op_type: verb.to_string(),
+        target: key,
+        zone: t.zone.clone(),
+        target_id: None,
+    })
+}
+
+/// Derived state: NEG endpoint lists, global addresses' `status`/`users`, and the NEG
+/// endpoints of a deleted instance.
 fn after_write(state: &mut State, coll: &Collection, key: &str, old: Option<&Value>) {
     match coll.segment {
+        "instances" if !state.resources.contains_key(key) => {
+            resources::instances::forget_endpoints(state, key);
+        }
         "networkEndpointGroups" if state.resources.contains_key(key) => {
             state.neg_endpoints.entry(key.to_string()).or_default();
         }

@@ -1,13 +1,14 @@
 //! The resource store: every project's resources as wire JSON, with the indexes the API needs
-//! (who references whom, which IP addresses are taken). Pure data; locking and publishing are
-//! the emulator's job (see `emulator.rs`).
+//! (who references whom, which IP addresses are taken), plus the ids and timestamps every
+//! resource gets. Pure data at the bottom of the control plane: it imports no method or
+//! resource module; locking and publishing are the emulator's job (see `emulator/`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::snapshot::{NetworkEndpoint, ResourceKey, Snapshot};
 
@@ -47,7 +48,7 @@ pub struct State {
     references: HashMap<ResourceKey, Vec<ResourceKey>>,
     /// IPv4 address -> the addresses and forwarding rules using it.
     ip_owners: HashMap<Ipv4Addr, BTreeSet<ResourceKey>>,
-    /// Projects that have their `default` network.
+    /// Projects that have been set up (default network, project resource).
     projects: HashSet<String>,
 }
 
@@ -60,30 +61,10 @@ impl State {
         }
     }
 
-    /// Makes sure `project` has its `default` network, as every new project does.
-    /// Returns true when it was created (a mutation to publish).
-    pub fn ensure_project(&mut self, project: &str) -> bool {
-        if !self.projects.insert(project.to_string()) {
-            return false;
-        }
-        let key = format!("projects/{project}/global/networks/default");
-        if self.resources.contains_key(&key) {
-            return false;
-        }
-        let value = json!({
-            "kind": "compute#network",
-            "id": new_id().to_string(),
-            "creationTimestamp": timestamp(),
-            "name": "default",
-            "description": "Default network for the project",
-            "selfLink": format!("{}{key}", self.base),
-            "selfLinkWithId": format!("{}{key}", self.base),
-            "autoCreateSubnetworks": true,
-            "routingConfig": {"routingMode": "REGIONAL"},
-            "networkFirewallPolicyEnforcementOrder": "AFTER_CLASSIC_FIREWALL",
-        });
-        self.put(key, value);
-        true
+    /// Records that `project` has been set up (its `default` network and project resource,
+    /// see `resources::projects::ensure`). Returns true the first time.
+    pub fn mark_project(&mut self, project: &str) -> bool {
+        self.projects.insert(project.to_string())
     }
 
     /// Stores `value` under `key`, updating the reference and address indexes.
@@ -229,6 +210,7 @@ fn owned_ip(key: &str, value: &Value) -> Option<Ipv4Addr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn reference_index_follows_puts_and_removes() {

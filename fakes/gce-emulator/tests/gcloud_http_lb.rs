@@ -203,8 +203,8 @@ async fn gcloud_builds_inspects_and_tears_down_an_http_load_balancer() {
     let keys = emu.keys("p1").await;
     assert_eq!(
         keys,
-        vec!["projects/p1/global/networks/default".to_string()],
-        "only the default network is left"
+        Emulator::initial_keys("p1"),
+        "only the default network and its rules are left"
     );
     let calls = emu.admin_get("calls").await;
     assert!(

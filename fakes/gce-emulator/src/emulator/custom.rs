@@ -93,6 +93,19 @@ impl Emulator {
                 })
                 .await
             }
+            ("instances", "setTags") => {
+                let body = methods::parse_body(&req.body)?;
+                self.mutate(&t.project, req, |s| {
+                    let old = s
+                        .resources
+                        .get(&key)
+                        .cloned()
+                        .ok_or_else(|| ApiError::not_found(&key))?;
+                    let obj = resources::instances::set_tags(&old, &key, &body)?;
+                    methods::rewrite(s, &t, verb, obj, range)
+                })
+                .await
+            }
             ("urlMaps", "validate") => {
                 let body = methods::parse_body(&req.body)?;
                 let state = self.state.lock().expect("state poisoned");

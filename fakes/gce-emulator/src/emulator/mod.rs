@@ -2,11 +2,12 @@
 //! fault injection and call counting, commits mutations to the [`State`], records the
 //! Operation, publishes a new [`Snapshot`] to the data plane and persists the state file.
 //!
-//! Submodules: [`route`] (path -> call, method ids), [`custom`] (custom verbs), [`certs`]
-//! (MANAGED certificate provisioning).
+//! Submodules: [`route`] (path -> call, method ids), `custom` (custom verbs), `projects`
+//! (projects and Shared VPC), `certs` (MANAGED certificate provisioning).
 
 mod certs;
 mod custom;
+mod projects;
 pub(crate) mod route;
 
 use std::collections::{BTreeSet, HashSet};
@@ -85,7 +86,7 @@ pub struct Emulator {
     pub config: Config,
     /// Public API base: `http://127.0.0.1:PORT/compute/v1/`.
     pub base: String,
-    state: Mutex<State>,
+    pub(crate) state: Mutex<State>,
     ops: Mutex<Operations>,
     /// Fault rules.
     pub faults: Faults,
@@ -254,6 +255,8 @@ impl Emulator {
                     Err(ApiError::not_found(&format!("projects/{p}/zones/{z}")))
                 }
             }
+            Call::ProjectGet(p) => self.project_get(&p),
+            Call::ProjectVerb(p, verb) => self.project_verb(&p, verb, req).await,
             Call::Get(t) => {
                 self.ensure_project(&t.project);
                 methods::get(&self.state.lock().expect("state poisoned"), &t)
@@ -305,9 +308,9 @@ impl Emulator {
         }
     }
 
-    fn ensure_project(&self, project: &str) {
+    pub(crate) fn ensure_project(&self, project: &str) {
         let mut state = self.state.lock().expect("state poisoned");
-        if state.ensure_project(project) {
+        if crate::resources::projects::ensure(&mut state, project) {
             state.version += 1;
             self.publish(&state);
         }
@@ -370,7 +373,7 @@ impl Emulator {
     ///
     /// A `requestId` query parameter makes the call idempotent, as in the real API: a repeated
     /// id returns the first call's Operation without running `f` again.
-    async fn mutate(
+    pub(crate) async fn mutate(
         self: &Arc<Self>,
         project: &str,
         req: &ApiRequest,
@@ -390,7 +393,7 @@ impl Emulator {
                     return Ok(rec.view(Instant::now()));
                 }
             }
-            if state.ensure_project(project) {
+            if crate::resources::projects::ensure(&mut state, project) {
                 state.version += 1;
                 self.publish(&state);
             }

@@ -25,7 +25,23 @@ pub(crate) enum Call {
     OpGet(String, Option<String>, String),
     OpWait(String, Option<String>, String),
     OpDelete(String, Option<String>, String),
+    /// `projects.get`.
+    ProjectGet(String),
+    /// A project-level verb: `enableXpnHost`, `disableXpnHost`, `enableXpnResource`,
+    /// `disableXpnResource`, `getXpnHost`, `getXpnResources`, `listXpnHosts`.
+    ProjectVerb(String, &'static str),
 }
+
+/// Project-level verbs and their HTTP method (Compute API v1 reference, `projects`).
+const PROJECT_VERBS: &[(&str, Method)] = &[
+    ("enableXpnHost", Method::POST),
+    ("disableXpnHost", Method::POST),
+    ("enableXpnResource", Method::POST),
+    ("disableXpnResource", Method::POST),
+    ("getXpnHost", Method::GET),
+    ("getXpnResources", Method::GET),
+    ("listXpnHosts", Method::POST),
+];
 
 pub(crate) fn method_not_found(req: &ApiRequest) -> ApiError {
     ApiError::new(
@@ -55,6 +71,14 @@ pub(crate) fn route(req: &ApiRequest) -> Result<Call, ApiError> {
         _ => return Err(nf()),
     };
     let (zone, coll_segs): (Option<&str>, &[&str]) = match rest {
+        [] if m == Method::GET => return Ok(Call::ProjectGet(project.into())),
+        [verb] if *verb != "zones" => {
+            return PROJECT_VERBS
+                .iter()
+                .find(|(v, method)| v == verb && method == m)
+                .map(|(v, _)| Call::ProjectVerb(project.into(), v))
+                .ok_or_else(nf)
+        }
         // Three global verbs keep the v1 API's legacy path without `/global/`:
         // `projects/{p}/targetHttpProxies/{name}/setUrlMap`,
         // `projects/{p}/targetHttpsProxies/{name}/setUrlMap` and `.../setSslCertificates`
@@ -144,6 +168,8 @@ pub(crate) fn method_id(call: &Call) -> String {
         Call::Aggregated(c, _) => (c.segment, "aggregatedList"),
         Call::ZoneList(_) => ("zones", "list"),
         Call::ZoneGet(..) => ("zones", "get"),
+        Call::ProjectGet(_) => ("projects", "get"),
+        Call::ProjectVerb(_, v) => ("projects", v),
         Call::OpList(_, z) => (
             if z.is_some() {
                 "zoneOperations"
@@ -226,6 +252,22 @@ mod tests {
                 Method::GET,
                 "projects/p/global/addresses",
                 "compute.globalAddresses.list",
+            ),
+            (Method::GET, "projects/p", "compute.projects.get"),
+            (
+                Method::POST,
+                "projects/p/enableXpnResource",
+                "compute.projects.enableXpnResource",
+            ),
+            (
+                Method::GET,
+                "projects/p/getXpnHost",
+                "compute.projects.getXpnHost",
+            ),
+            (
+                Method::POST,
+                "projects/p/zones/us-central1-a/instances/vm/setTags",
+                "compute.instances.setTags",
             ),
         ];
         for (m, p, want) in cases {

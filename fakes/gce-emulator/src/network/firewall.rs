@@ -111,7 +111,6 @@ fn ranges(v: &Value, field: &str) -> Vec<(Ipv4Addr, u8)> {
     strings(v, field)
         .iter()
         .filter_map(|r| parse_cidr(r))
-        .map(|(ip, len)| (ip, len))
         .collect()
 }
 

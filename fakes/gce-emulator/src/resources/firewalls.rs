@@ -1,7 +1,9 @@
-//! `firewalls`: VPC firewall rules. Stored and validated; the data plane does not filter on
-//! them (loopback has no VPC). Shared VPC clusters see 403 on writes: use fault injection.
+//! `firewalls`: VPC firewall rules (Compute API v1 reference, `firewalls`). The data plane
+//! enforces the INGRESS rules on health-check probes and proxied connections
+//! ([`crate::network::firewall`]); a Shared VPC host's rules are written by its own
+//! principals only (IAM, `crate::iam`).
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::errors::ApiError;
 use crate::resources::Prepare;
@@ -13,6 +15,16 @@ const PROTOCOLS: &[&str] = &["tcp", "udp", "icmp", "esp", "ah", "sctp", "ipip", 
 /// (0-65535, default 1000), exactly one of `allowed`/`denied` with protocols and ports,
 /// `sourceRanges`/`destinationRanges` CIDRs.
 pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
+    if let Some(n) = validate::opt_str(r, "resource", "network")?.filter(|n| !n.is_empty()) {
+        let key = cx.parse_reference("resource.network", n, &["networks"])?;
+        if key.split('/').nth(1) != Some(cx.project) {
+            return Err(ApiError::invalid_value(
+                "resource.network",
+                n,
+                "Cross-project references for this resource are not allowed.",
+            ));
+        }
+    }
     cx.network_field(r)?;
     validate::enum_field(
         r,
@@ -64,14 +76,93 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
             }
         }
     }
-    validate::cidr_list(r, "resource", "sourceRanges", false)?;
+    let sources = validate::cidr_list(r, "resource", "sourceRanges", false)?;
     validate::cidr_list(r, "resource", "destinationRanges", false)?;
-    validate::str_list(r, "resource", "targetTags")?;
-    validate::str_list(r, "resource", "sourceTags")?;
+    let target_tags = validate::str_list(r, "resource", "targetTags")?;
+    let target_sas = validate::str_list(r, "resource", "targetServiceAccounts")?;
+    let source_tags = validate::str_list(r, "resource", "sourceTags")?;
+    let source_sas = validate::str_list(r, "resource", "sourceServiceAccounts")?;
+    if !target_sas.is_empty() && !target_tags.is_empty() {
+        return Err(ApiError::invalid_value(
+            "resource.targetServiceAccounts",
+            &target_sas.join(","),
+            "targetServiceAccounts cannot be used together with targetTags.",
+        ));
+    }
+    if !source_sas.is_empty() && !source_tags.is_empty() {
+        return Err(ApiError::invalid_value(
+            "resource.sourceServiceAccounts",
+            &source_sas.join(","),
+            "sourceServiceAccounts cannot be used together with sourceTags.",
+        ));
+    }
+    // An INGRESS rule with no source at all admits every source: the API stores 0.0.0.0/0.
+    if r.get("direction").and_then(Value::as_str) == Some("INGRESS")
+        && sources.is_empty()
+        && source_tags.is_empty()
+        && source_sas.is_empty()
+    {
+        r.insert("sourceRanges".into(), json!(["0.0.0.0/0"]));
+    }
     if let Some(lc) = validate::object_mut(r, "resource", "logConfig", false)? {
         validate::bool_field(lc, "resource.logConfig", "enable", None)?;
     }
     Ok(())
+}
+
+/// The four rules Google Cloud creates with a project's auto-mode `default` network (Google
+/// Cloud "VPC firewall rules", "Pre-populated rules in the default network"), as
+/// `(key, wire JSON)`: `default-allow-internal` (TCP and UDP on every port and ICMP from
+/// 10.128.0.0/9), `default-allow-ssh` (TCP 22), `default-allow-rdp` (TCP 3389) and
+/// `default-allow-icmp` from anywhere, all at priority 65534. None admits Google's load
+/// balancer ranges to a serving port: a load balancer still needs its own rule.
+pub fn default_rules(base: &str, project: &str) -> Vec<(String, Value)> {
+    let network = format!("{base}projects/{project}/global/networks/default");
+    let rule = |name: &str, description: &str, ranges: &[&str], allowed: Value| {
+        let key = format!("projects/{project}/global/firewalls/{name}");
+        let v = json!({
+            "kind": "compute#firewall",
+            "id": crate::store::new_id().to_string(),
+            "creationTimestamp": crate::store::timestamp(),
+            "name": name,
+            "description": description,
+            "network": network,
+            "priority": 65534,
+            "sourceRanges": ranges,
+            "allowed": allowed,
+            "direction": "INGRESS",
+            "logConfig": {"enable": false},
+            "disabled": false,
+            "selfLink": format!("{base}{key}"),
+        });
+        (key, v)
+    };
+    vec![
+        rule(
+            "default-allow-icmp",
+            "Allow ICMP from anywhere",
+            &["0.0.0.0/0"],
+            json!([{"IPProtocol": "icmp"}]),
+        ),
+        rule(
+            "default-allow-internal",
+            "Allow internal traffic on the default network",
+            &["10.128.0.0/9"],
+            json!([{"IPProtocol": "tcp", "ports": ["0-65535"]}, {"IPProtocol": "udp", "ports": ["0-65535"]}, {"IPProtocol": "icmp"}]),
+        ),
+        rule(
+            "default-allow-rdp",
+            "Allow RDP from anywhere",
+            &["0.0.0.0/0"],
+            json!([{"IPProtocol": "tcp", "ports": ["3389"]}]),
+        ),
+        rule(
+            "default-allow-ssh",
+            "Allow SSH from anywhere",
+            &["0.0.0.0/0"],
+            json!([{"IPProtocol": "tcp", "ports": ["22"]}]),
+        ),
+    ]
 }
 
 /// `80` or `8000-8080` with ports in 0-65535 and low <= high.

@@ -7,8 +7,10 @@ pub mod firewalls;
 pub mod global_addresses;
 pub mod global_forwarding_rules;
 pub mod health_checks;
+pub mod instances;
 pub mod network_endpoint_groups;
 pub mod networks;
+pub mod projects;
 pub mod security_policies;
 pub mod ssl_certificates;
 pub mod ssl_policies;
@@ -97,6 +99,16 @@ pub static COLLECTIONS: &[Collection] = &[
         fp = false,
         lfp = false,
         upd = true,
+        w = true
+    ),
+    coll!(
+        "instances",
+        "instances",
+        "instance",
+        Scope::Zonal,
+        fp = true,
+        lfp = true,
+        upd = false,
         w = true
     ),
     coll!(
@@ -364,12 +376,28 @@ impl Prepare<'_> {
     }
 
     /// Sets `network` to the project's `default` network when absent, else normalises it.
+    /// A network of another project is accepted only when that project is a Shared VPC host
+    /// this project is attached to (400 "Cross-project references for this resource are not
+    /// allowed." otherwise, as the real API answers).
     pub fn network_field(&self, obj: &mut Obj) -> Result<(), ApiError> {
-        if validate::opt_str(obj, "resource", "network")?.is_none_or(str::is_empty) {
-            obj.insert(
-                "network".into(),
-                Value::String(format!("projects/{}/global/networks/default", self.project)),
-            );
+        match validate::opt_str(obj, "resource", "network")?.filter(|n| !n.is_empty()) {
+            None => {
+                obj.insert(
+                    "network".into(),
+                    Value::String(format!("projects/{}/global/networks/default", self.project)),
+                );
+            }
+            Some(n) => {
+                let key = self.parse_reference("resource.network", n, &["networks"])?;
+                let owner = key.split('/').nth(1).unwrap_or_default();
+                if owner != self.project && !projects::attached(self.state, owner, self.project) {
+                    return Err(ApiError::invalid_value(
+                        "resource.network",
+                        n,
+                        "Cross-project references for this resource are not allowed.",
+                    ));
+                }
+            }
         }
         self.ref_field(obj, "resource", "network", &["networks"])?;
         Ok(())
@@ -383,6 +411,7 @@ pub fn prepare(coll: &Collection, cx: &Prepare<'_>, body: &mut Obj) -> Result<()
     match coll.segment {
         "networks" => networks::prepare(cx, body),
         "firewalls" => firewalls::prepare(cx, body),
+        "instances" => instances::prepare(cx, body),
         "healthChecks" => health_checks::prepare(cx, body),
         "networkEndpointGroups" => network_endpoint_groups::prepare(cx, body),
         "securityPolicies" => security_policies::prepare(cx, body),
@@ -430,6 +459,22 @@ pub fn output_only(coll: &Collection) -> &'static [&'static str] {
             "size",
             "zone",
         ],
+        "instances" => &[
+            "id",
+            "kind",
+            "selfLink",
+            "creationTimestamp",
+            "zone",
+            "status",
+            "statusMessage",
+            "cpuPlatform",
+            "lastStartTimestamp",
+            "lastStopTimestamp",
+            "startRestricted",
+            "labelFingerprint",
+            "satisfiesPzi",
+            "satisfiesPzs",
+        ],
         "sslPolicies" => &[
             "id",
             "kind",
@@ -463,7 +508,9 @@ pub fn setter(segment: &str, verb: &str) -> Option<&'static [&'static str]> {
         ("targetHttpsProxies", "setQuicOverride") => &["quicOverride"],
         ("targetHttpsProxies" | "targetHttpProxies", "setCertificateMap") => return None,
         ("forwardingRules", "setTarget") => &["target"],
-        ("forwardingRules" | "addresses" | "securityPolicies", "setLabels") => &["labels"],
+        ("forwardingRules" | "addresses" | "securityPolicies" | "instances", "setLabels") => {
+            &["labels"]
+        }
         ("backendServices", "setSecurityPolicy") => &["securityPolicy"],
         ("backendServices", "setEdgeSecurityPolicy") => &["edgeSecurityPolicy"],
         _ => return None,

@@ -133,6 +133,23 @@ impl Emulator {
             .unwrap_or_default()
     }
 
+    /// The keys a project starts with ([`Emulator::keys`] after first use, nothing created):
+    /// its auto-mode `default` network and that network's four default firewall rules.
+    pub fn initial_keys(project: &str) -> Vec<String> {
+        let mut keys: Vec<String> = [
+            "firewalls/default-allow-icmp",
+            "firewalls/default-allow-internal",
+            "firewalls/default-allow-rdp",
+            "firewalls/default-allow-ssh",
+            "networks/default",
+        ]
+        .iter()
+        .map(|k| format!("projects/{project}/global/{k}"))
+        .collect();
+        keys.sort();
+        keys
+    }
+
     /// Kills the process (tests that restart it).
     pub fn stop(&mut self) {
         let _ = self.child.kill();
