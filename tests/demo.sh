@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: the whole system on one machine, no cloud account.
 #   1. starts the local Kubernetes API (fake-kube-apiserver) and the Compute emulator (gce-emulator),
-#   2. starts gclb-operator against both,
+#   2. starts gclb-operator against both, as the ServiceAccount deploy/rbac.yaml grants,
 #   3. applies docs/examples/ (the my-ingress fanout of the GKE Ingress documentation, local Pods),
 #   4. waits for the Ingress IP, sends real HTTP requests through the emulated load balancer and
 #      prints which Pod answered each,
@@ -64,9 +64,13 @@ start gce-emulator "$BIN/gce-emulator" --listen 127.0.0.1:0 "${PORT_MAP[@]}"
 COMPUTE_URL=$(head -n1 "$WORK/gce-emulator.out")
 echo "   $COMPUTE_URL"
 
-echo "== starting gclb-operator"
-"$BIN/gclb-operator" run --project "$PROJECT" --zone "$ZONE" --network default --cluster-name demo \
-  --compute-endpoint "${COMPUTE_URL%/}" --kubeconfig "$KUBECONFIG" --metrics-listen 127.0.0.1:0 \
+echo "== starting gclb-operator as its ServiceAccount (deploy/rbac.yaml; a token from kubectl create token)"
+kubectl apply -f deploy/namespace.yaml -f deploy/rbac.yaml | sed 's/^/   /'
+cp "$KUBECONFIG" "$WORK/operator-kubeconfig"
+KUBECONFIG=$WORK/operator-kubeconfig kubectl config set-credentials fake-kube-apiserver \
+  --token="$(kubectl create token gclb-operator -n gclb-operator --duration 24h)" >/dev/null
+POD_NAMESPACE=gclb-operator "$BIN/gclb-operator" run --project "$PROJECT" --zone "$ZONE" --network default --cluster-name demo \
+  --compute-endpoint "${COMPUTE_URL%/}" --kubeconfig "$WORK/operator-kubeconfig" --metrics-listen 127.0.0.1:0 \
   >"$WORK/operator.log" 2>&1 &
 PIDS+=($!)
 

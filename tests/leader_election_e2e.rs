@@ -27,9 +27,10 @@ fn replica(sys: &System, identity: &str) -> Result<Proc> {
     )
 }
 
-/// The Lease `kube-system/gclb-operator`'s holder and transitions, through kubectl.
+/// The Lease `gclb-operator/gclb-operator`'s holder and transitions, through kubectl (the
+/// operator's own namespace, where deploy/rbac.yaml lets it hold that Lease only).
 fn lease(sys: &System) -> Result<(Option<String>, i64)> {
-    let lease = sys.get_json(&["lease", "-n", "kube-system", "gclb-operator"])?;
+    let lease = sys.get_json(&["lease", "-n", OPERATOR_NAMESPACE, "gclb-operator"])?;
     Ok((
         lease["spec"]["holderIdentity"]
             .as_str()

@@ -20,6 +20,10 @@ use serde_json::Value;
 /// Default deadline for anything the system does asynchronously (on a busy 2-core machine).
 pub const DEADLINE: Duration = Duration::from_secs(90);
 
+/// The namespace and ServiceAccount the operator runs as (deploy/rbac.yaml), as in a cluster.
+pub const OPERATOR_NAMESPACE: &str = "gclb-operator";
+pub const OPERATOR_SERVICE_ACCOUNT: &str = "gclb-operator";
+
 /// Project, zone and cluster name the tests run the operator with.
 pub const PROJECT: &str = "e2e-project";
 pub const ZONE: &str = "us-central1-a";
@@ -165,6 +169,8 @@ pub struct System {
     /// Emulator base URL, e.g. `http://127.0.0.1:41234/`.
     pub compute_url: String,
     pub operator: Option<Proc>,
+    /// The operator's kubeconfig (its ServiceAccount's token), made by the first operator start.
+    operator_kubeconfig: std::sync::OnceLock<PathBuf>,
     emulator: Proc,
     apiserver: Proc,
     http: reqwest::blocking::Client,
@@ -179,6 +185,11 @@ impl System {
         let mut cmd = Command::new(bin("fake-kube-apiserver"));
         cmd.args(["--listen", "127.0.0.1:0", "--kubeconfig-out"])
             .arg(&kubeconfig);
+        // E2E_AUDIT_LOG=PATH: every request of every test appended there (audit.k8s.io/v1
+        // Event lines; docs/kube-apiserver.md), e.g. to derive the operator's RBAC.
+        if let Some(path) = std::env::var_os("E2E_AUDIT_LOG") {
+            cmd.arg("--audit-log").arg(path);
+        }
         let (apiserver, kube_url) =
             Proc::start("fake-kube-apiserver", cmd, dir.path().join("apiserver.log"))?;
 
@@ -197,6 +208,7 @@ impl System {
             kube_url,
             compute_url,
             operator: None,
+            operator_kubeconfig: std::sync::OnceLock::new(),
             emulator,
             apiserver,
             http,
@@ -209,9 +221,50 @@ impl System {
         Ok(())
     }
 
+    /// The kubeconfig the operator runs with: deploy/'s Namespace, ServiceAccount and RBAC are
+    /// applied (as `kubectl apply -k deploy/` would), a token of the ServiceAccount is minted
+    /// with TokenRequest (`kubectl create token`) and written to a file that the kubeconfig
+    /// names with `tokenFile:`, the way a Pod reads its projected token. So every e2e test runs
+    /// the operator with exactly deploy/'s permissions, not as admin. Made once per System.
+    pub fn operator_kubeconfig(&self) -> Result<PathBuf> {
+        if let Some(p) = self.operator_kubeconfig.get() {
+            return Ok(p.clone());
+        }
+        let deploy = repo_root().join("deploy");
+        self.apply_path(&deploy.join("namespace.yaml"))?;
+        self.apply_path(&deploy.join("rbac.yaml"))?;
+        let token = self.kubectl_ok(&[
+            "create",
+            "token",
+            OPERATOR_SERVICE_ACCOUNT,
+            "-n",
+            OPERATOR_NAMESPACE,
+            "--duration",
+            "24h",
+        ])?;
+        let token_file = self.dir.path().join("operator-token");
+        std::fs::write(&token_file, token.trim())?;
+        let mut config: serde_yaml::Value =
+            serde_yaml::from_str(&std::fs::read_to_string(&self.kubeconfig)?)?;
+        let user = config["users"][0]["user"]
+            .as_mapping_mut()
+            .context("the kubeconfig has a user")?;
+        user.clear();
+        user.insert(
+            "tokenFile".into(),
+            token_file.to_string_lossy().into_owned().into(),
+        );
+        let path = self.dir.path().join("operator-kubeconfig");
+        std::fs::write(&path, serde_yaml::to_string(&config)?)?;
+        Ok(self.operator_kubeconfig.get_or_init(|| path).clone())
+    }
+
     /// Starts one more operator process against this system (for tests that run several
-    /// replicas); its stdout and stderr go to `<log_name>.log` in the test directory.
+    /// replicas); its stdout and stderr go to `<log_name>.log` in the test directory. It runs
+    /// as deploy/'s ServiceAccount ([`System::operator_kubeconfig`]) in its namespace
+    /// (`POD_NAMESPACE`, as deploy/deployment.yaml sets it: the leader Lease lives there).
     pub fn spawn_operator(&self, extra: &[&str], log_name: &str) -> Result<Proc> {
+        let kubeconfig = self.operator_kubeconfig()?;
         let mut cmd = Command::new(bin("gclb-operator"));
         cmd.arg("run")
             .args([
@@ -226,9 +279,10 @@ impl System {
             ])
             .args(["--compute-endpoint", self.compute_url.trim_end_matches('/')])
             .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
+            .arg(&kubeconfig)
             .args(["--metrics-listen", "127.0.0.1:0"])
             .args(extra)
+            .env("POD_NAMESPACE", OPERATOR_NAMESPACE)
             .env("RUST_LOG", "info,gclb_operator=debug");
         // Tests that do not ask for periodic resyncs get none, so that nothing happens
         // behind their back.
