@@ -101,6 +101,11 @@ struct RunArgs {
     /// Manage the `cloud.google.com/load-balancer-neg-ready` readiness gate of Pods.
     #[arg(long, default_value_t = true, action = ArgAction::Set)]
     readiness_gates: bool,
+    /// Run the ManagedCertificate controller (gke-managed-certs) in this process. `false` leaves
+    /// ManagedCertificates to a controller run elsewhere (on GKE it is a separate component);
+    /// Ingresses still read their `status.certificateName`.
+    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    managed_certificates: bool,
     /// Seconds after Pod creation when the readiness gate opens without a health state.
     #[arg(long, default_value_t = 600)]
     neg_ready_timeout: u64,
@@ -357,13 +362,19 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         _ => None,
     };
     // ManagedCertificate controller (gke-managed-certs): off by itself when the CRD is absent.
-    let mut mcrt_config = gclb_operator::managed_certificates::Config::new(&kube_system_uid);
-    mcrt_config.resync_period = Duration::from_secs(args.resync_period.max(1));
-    tokio::spawn(gclb_operator::managed_certificates::run(
-        client.clone(),
-        compute.clone(),
-        mcrt_config,
-    ));
+    if args.managed_certificates {
+        let mut mcrt_config = gclb_operator::managed_certificates::Config::new(&kube_system_uid);
+        mcrt_config.resync_period = Duration::from_secs(args.resync_period.max(1));
+        tokio::spawn(gclb_operator::managed_certificates::run(
+            client.clone(),
+            compute.clone(),
+            mcrt_config,
+        ));
+    } else {
+        tracing::info!(
+            "--managed-certificates=false: ManagedCertificates are left to another controller"
+        );
+    }
     let readiness_client = client.clone();
     let controllers = controller::run(
         client,

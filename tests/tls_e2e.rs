@@ -545,14 +545,15 @@ fn managed_certificate_goes_provisioning_then_active_and_verifies_against_the_em
     managed_certificate_scenario(&sys)
 }
 
-/// The same scenario with the ManagedCertificate controller run in this process (the operator
-/// binary does not start it yet) and the operator resyncing Ingresses every 2 s (it does not
-/// watch ManagedCertificates yet, so only a resync picks up `status.certificateName`).
+/// The same scenario with the ManagedCertificate controller run as a library in this process
+/// (`managed_certificates::run`, as a separate controller would) and the operator binary told not
+/// to run its own (`--managed-certificates=false`): only the in-process controller can provision
+/// the certificate, and the operator's ManagedCertificate watch picks up `status.certificateName`.
 #[test]
 fn managed_certificate_controller_in_process_provisions_a_certificate_that_verifies() -> Result<()>
 {
     let sys = start(
-        &["--resync-period", "2"],
+        &["--managed-certificates=false"],
         &["--managed-cert-provisioning-ms", "3000"],
     )?;
     spawn_managed_certificate_controller(&sys);
