@@ -217,23 +217,73 @@ async fn neg_endpoints_attach_and_detach_by_set_difference() {
     assert_eq!((attached, detached), (1, 1));
 }
 
-#[test]
-fn endpoint_batches_hold_at_most_500() {
-    let desired: BTreeSet<NegEndpoint> = (0..1201)
+/// `sync_endpoints` against a NEG holding 700 stale endpoints while 1201 are desired: every
+/// attach and detach call carries at most 500 endpoints (the API's limit per call), and the calls
+/// together carry each endpoint exactly once.
+#[tokio::test]
+async fn endpoint_batches_hold_at_most_500() {
+    let server = MockServer::start().await;
+    let neg_path = "/compute/v1/projects/p1/zones/z1/networkEndpointGroups/neg1";
+    let ip = |net: u32, i: u32| format!("127.{net}.{}.{}", i / 250, i % 250);
+    let stale: Vec<serde_json::Value> = (0..700)
+        .map(|i| json!({"networkEndpoint": {"ipAddress": ip(65, i), "port": 80}}))
+        .collect();
+    Mock::given(method("POST"))
+        .and(path(format!("{neg_path}/listNetworkEndpoints")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "items": stale })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    for verb in ["attachNetworkEndpoints", "detachNetworkEndpoints"] {
+        Mock::given(method("POST"))
+            .and(path(format!("{neg_path}/{verb}")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-batch")))
+            .mount(&server)
+            .await;
+    }
+    let compute = compute_for(&server).await;
+    let endpoints: BTreeSet<NegEndpoint> = (0..1201)
         .map(|i| NegEndpoint {
-            ip_address: format!("127.64.{}.{}", i / 250, i % 250),
+            ip_address: ip(64, i),
             port: 80,
             instance: None,
         })
         .collect();
-    let (attach, detach) = network_endpoint_groups::endpoint_diff(&desired, &[]);
-    assert_eq!(attach.len(), 1201);
-    assert!(detach.is_empty());
-    let sizes: Vec<usize> = attach
-        .chunks(network_endpoint_groups::MAX_ENDPOINTS_PER_CALL)
-        .map(<[_]>::len)
-        .collect();
-    assert_eq!(sizes, vec![500, 500, 201]);
+    let neg = DesiredNeg {
+        zone: "z1".into(),
+        neg: model::NetworkEndpointGroup::new().set_name("neg1"),
+        endpoints,
+    };
+    let (attached, detached) = network_endpoint_groups::sync_endpoints(&compute, &neg)
+        .await
+        .unwrap();
+    assert_eq!((attached, detached), (1201, 700));
+
+    // The endpoints each call carried, in call order, per verb.
+    let mut batches: std::collections::BTreeMap<&str, Vec<Vec<String>>> = Default::default();
+    for req in server.received_requests().await.unwrap() {
+        let verb = req.url.path().rsplit('/').next().unwrap().to_string();
+        let verb = match verb.as_str() {
+            "attachNetworkEndpoints" => "attach",
+            "detachNetworkEndpoints" => "detach",
+            _ => continue,
+        };
+        let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap();
+        let ips = body["networkEndpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["ipAddress"].as_str().unwrap().to_string())
+            .collect();
+        batches.entry(verb).or_default().push(ips);
+    }
+    let sizes = |verb: &str| -> Vec<usize> { batches[verb].iter().map(Vec::len).collect() };
+    assert_eq!(sizes("attach"), [500, 500, 201]);
+    assert_eq!(sizes("detach"), [500, 200]);
+    let carried =
+        |verb: &str| -> BTreeSet<String> { batches[verb].iter().flatten().cloned().collect() };
+    assert_eq!(carried("attach"), (0..1201).map(|i| ip(64, i)).collect());
+    assert_eq!(carried("detach"), (0..700).map(|i| ip(65, i)).collect());
 }
 
 #[tokio::test]
