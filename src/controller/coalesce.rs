@@ -60,34 +60,66 @@ impl Coalesced {
 
 #[cfg(test)]
 mod tests {
+    //! Callers are ordered by explicit signals (the job's own start, and the request counter
+    //! that `run` bumps before it queues), never by sleeping; every wait has a deadline.
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
     use std::time::Duration;
+    use tokio::sync::watch;
+
+    /// Yields to the other tasks until `cond` holds; panics after 10 s (against a hang, not a
+    /// bound on speed: on the current-thread test runtime the callers run as soon as this
+    /// yields).
+    async fn until(what: &str, cond: impl Fn() -> bool) {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while !cond() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
+    }
+
+    /// A job that counts its runs, then waits until `gate` is open, then ends with `result`.
+    fn gated<E: Send + 'static>(
+        runs: &Arc<AtomicUsize>,
+        gate: &watch::Receiver<bool>,
+        result: Result<(), E>,
+    ) -> impl FnOnce() -> std::pin::Pin<Box<dyn Future<Output = Result<(), E>> + Send>> {
+        let (runs, mut gate) = (runs.clone(), gate.clone());
+        move || {
+            Box::pin(async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                let _ = gate.wait_for(|open| *open).await;
+                result
+            })
+        }
+    }
 
     #[tokio::test]
     async fn concurrent_callers_share_runs() {
         let c = Arc::new(Coalesced::default());
         let runs = Arc::new(AtomicUsize::new(0));
+        let (open, gate) = watch::channel(false);
         let mut tasks = Vec::new();
         for _ in 0..20 {
-            let (c, runs) = (c.clone(), runs.clone());
-            tasks.push(tokio::spawn(async move {
-                c.run(|| async {
-                    runs.fetch_add(1, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    Ok::<(), ()>(())
-                })
-                .await
-            }));
+            let (c, job) = (c.clone(), gated(&runs, &gate, Ok::<(), ()>(())));
+            tasks.push(tokio::spawn(async move { c.run(job).await }));
         }
+        // The first run is going and the 19 others have asked and queued behind it.
+        until("the first run and 20 requests", || {
+            runs.load(Ordering::SeqCst) == 1 && c.requested.load(Ordering::SeqCst) == 20
+        })
+        .await;
+        open.send_replace(true);
+        let mut ran = 0;
         for t in tasks {
-            assert!(t.await.unwrap().is_ok());
+            ran += usize::from(t.await.unwrap().unwrap());
         }
-        // The first run, then one more for everything that queued behind it (a few more at
-        // most if the spawned tasks were slow to start).
-        let n = runs.load(Ordering::SeqCst);
-        assert!((1..=4).contains(&n), "{n} runs for 20 callers");
+        // The first run, then one more for everything that queued behind it.
+        assert_eq!(runs.load(Ordering::SeqCst), 2, "runs for 20 callers");
+        assert_eq!(ran, 2, "callers that ran the job themselves");
     }
 
     #[tokio::test]
@@ -116,77 +148,56 @@ mod tests {
     #[tokio::test]
     async fn a_failed_run_covers_nobody() {
         let c = Arc::new(Coalesced::default());
-        let gate = Arc::new(tokio::sync::Notify::new());
         let runs = Arc::new(AtomicUsize::new(0));
-        // The first caller's run fails after the second caller has queued.
-        let first = {
-            let (c, gate, runs) = (c.clone(), gate.clone(), runs.clone());
-            tokio::spawn(async move {
-                c.run(|| async move {
-                    runs.fetch_add(1, Ordering::SeqCst);
-                    gate.notified().await;
-                    Err::<(), &str>("list failed")
-                })
-                .await
-            })
+        let (open, gate) = watch::channel(false);
+        // A's run goes on while B, then C, ask: B's run covers C's request too, and fails.
+        let a = {
+            let (c, job) = (c.clone(), gated(&runs, &gate, Ok::<(), &str>(())));
+            tokio::spawn(async move { c.run(job).await })
         };
-        while runs.load(Ordering::SeqCst) == 0 {
-            tokio::task::yield_now().await;
+        until("A's run", || runs.load(Ordering::SeqCst) == 1).await;
+        let mut queued = Vec::new();
+        for (n, result) in [(2, Err("list failed")), (3, Ok(()))] {
+            let (c2, job) = (c.clone(), gated(&runs, &gate, result));
+            queued.push(tokio::spawn(async move { c2.run(job).await }));
+            until("the next request", || {
+                c.requested.load(Ordering::SeqCst) == n
+            })
+            .await;
         }
-        let second = {
-            let (c, runs) = (c.clone(), runs.clone());
-            tokio::spawn(async move {
-                c.run(|| async move {
-                    runs.fetch_add(1, Ordering::SeqCst);
-                    Ok::<(), &str>(())
-                })
-                .await
-            })
-        };
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        gate.notify_one();
-        assert_eq!(first.await.unwrap(), Err("list failed"));
+        open.send_replace(true);
+        assert_eq!(a.await.unwrap(), Ok(true));
+        let c_result = queued.pop().unwrap().await.unwrap();
+        assert_eq!(queued.pop().unwrap().await.unwrap(), Err("list failed"));
         assert_eq!(
-            second.await.unwrap(),
+            c_result,
             Ok(true),
-            "the second caller ran it itself"
+            "C ran the job itself instead of being covered by B's failed run"
         );
-        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        assert_eq!(runs.load(Ordering::SeqCst), 3);
     }
 
     #[tokio::test]
     async fn a_caller_queued_during_a_run_is_covered_by_the_next() {
         let c = Arc::new(Coalesced::default());
-        let gate = Arc::new(tokio::sync::Notify::new());
-        let started = Arc::new(AtomicUsize::new(0));
+        let runs = Arc::new(AtomicUsize::new(0));
+        let (open, gate) = watch::channel(false);
         let first = {
-            let (c, gate, started) = (c.clone(), gate.clone(), started.clone());
-            tokio::spawn(async move {
-                c.run(|| async move {
-                    started.fetch_add(1, Ordering::SeqCst);
-                    gate.notified().await;
-                    Ok::<(), ()>(())
-                })
-                .await
-            })
+            let (c, job) = (c.clone(), gated(&runs, &gate, Ok::<(), ()>(())));
+            tokio::spawn(async move { c.run(job).await })
         };
-        while started.load(Ordering::SeqCst) == 0 {
-            tokio::task::yield_now().await;
-        }
+        until("the first run", || runs.load(Ordering::SeqCst) == 1).await;
         // Two callers arrive while the first run is going: one run serves both.
         let mut queued = Vec::new();
         for _ in 0..2 {
-            let (c, started) = (c.clone(), started.clone());
-            queued.push(tokio::spawn(async move {
-                c.run(|| async move {
-                    started.fetch_add(1, Ordering::SeqCst);
-                    Ok::<(), ()>(())
-                })
-                .await
-            }));
+            let (c, job) = (c.clone(), gated(&runs, &gate, Ok::<(), ()>(())));
+            queued.push(tokio::spawn(async move { c.run(job).await }));
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        gate.notify_one();
+        until("both queued requests", || {
+            c.requested.load(Ordering::SeqCst) == 3
+        })
+        .await;
+        open.send_replace(true);
         assert_eq!(first.await.unwrap(), Ok(true));
         let mut ran = Vec::new();
         for q in queued {
@@ -194,6 +205,6 @@ mod tests {
         }
         ran.sort();
         assert_eq!(ran, vec![false, true], "one ran, the other was covered");
-        assert_eq!(started.load(Ordering::SeqCst), 2);
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
     }
 }

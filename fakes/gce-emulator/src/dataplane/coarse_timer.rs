@@ -123,19 +123,24 @@ async fn tick(shared: Weak<Shared>) {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let now = Instant::now();
-        // Wake outside the lock: a woken task on another worker may poll its sleep at once.
-        due.extend(
-            shared
-                .lock()
-                .entries
-                .iter()
-                .flatten()
-                .filter(|(deadline, _)| *deadline <= now)
-                .map(|(_, waker)| waker.clone()),
-        );
-        due.drain(..).for_each(Waker::wake);
+        wake_due(&shared, Instant::now(), &mut due);
     }
+}
+
+/// Wakes every registered sleep whose deadline is at or before `now` (`due` is scratch space,
+/// left empty).
+fn wake_due(shared: &Shared, now: Instant, due: &mut Vec<Waker>) {
+    // Wake outside the lock: a woken task on another worker may poll its sleep at once.
+    due.extend(
+        shared
+            .lock()
+            .entries
+            .iter()
+            .flatten()
+            .filter(|(deadline, _)| *deadline <= now)
+            .map(|(_, waker)| waker.clone()),
+    );
+    due.drain(..).for_each(Waker::wake);
 }
 
 /// A pending deadline of a [`CoarseTimer`]; completes at or after it. Registered with the
@@ -214,22 +219,77 @@ impl hyper::rt::Timer for CoarseTimer {
 
 #[cfg(test)]
 mod tests {
+    //! No test bounds how long anything takes: what a tick wakes is checked on a given `now`,
+    //! and waits that must end have a generous deadline against a hang only.
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Deadline against a hang (not a bound on speed).
+    const HANG: Duration = Duration::from_secs(30);
+
+    /// A waker that counts its wakes.
+    #[derive(Default)]
+    struct Counter(AtomicUsize);
+
+    impl std::task::Wake for Counter {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Polls `sleep` once with a counting waker, so it registers; returns the counter.
+    fn register(sleep: &mut Pin<Box<CoarseSleep>>) -> Arc<Counter> {
+        let counter = Arc::new(Counter::default());
+        let waker = Waker::from(counter.clone());
+        let polled = sleep.as_mut().poll(&mut Context::from_waker(&waker));
+        assert!(polled.is_pending());
+        counter
+    }
 
     #[tokio::test]
-    async fn completes_at_the_deadline_within_a_tick() {
+    async fn a_tick_wakes_exactly_the_sleeps_that_are_due() {
+        let timer = CoarseTimer::start();
+        let t0 = Instant::now() + Duration::from_secs(3600);
+        let mut early = Box::pin(timer.sleep_until(t0));
+        let mut late = Box::pin(timer.sleep_until(t0 + TICK));
+        let (early_wakes, late_wakes) = (register(&mut early), register(&mut late));
+        let mut due = Vec::new();
+        wake_due(&timer.shared, t0 - Duration::from_millis(1), &mut due);
+        assert_eq!(
+            (
+                early_wakes.0.load(Ordering::SeqCst),
+                late_wakes.0.load(Ordering::SeqCst)
+            ),
+            (0, 0),
+            "nothing is due before its deadline"
+        );
+        wake_due(&timer.shared, t0, &mut due);
+        assert_eq!(
+            (
+                early_wakes.0.load(Ordering::SeqCst),
+                late_wakes.0.load(Ordering::SeqCst)
+            ),
+            (1, 0),
+            "a sleep is due at its deadline"
+        );
+        wake_due(&timer.shared, t0 + TICK, &mut due);
+        assert_eq!(late_wakes.0.load(Ordering::SeqCst), 1);
+        assert!(due.is_empty());
+    }
+
+    #[tokio::test]
+    async fn completes_at_the_deadline_never_before() {
         let timer = CoarseTimer::start();
         let start = Instant::now();
-        timer.sleep_until(start + Duration::from_millis(120)).await;
-        let waited = start.elapsed();
+        let deadline = start + Duration::from_millis(120);
+        // Only the ticker wakes this sleep: completing at all shows it ran.
+        tokio::time::timeout(HANG, timer.sleep_until(deadline))
+            .await
+            .expect("the ticker woke the sleep");
         assert!(
-            waited >= Duration::from_millis(120),
-            "woke early: {waited:?}"
-        );
-        // A tick late at most, plus scheduling slack on a busy test machine.
-        assert!(
-            waited < Duration::from_millis(120) + TICK * 10,
-            "{waited:?}"
+            Instant::now() >= deadline,
+            "woke early: {:?}",
+            start.elapsed()
         );
         assert_eq!(timer.pending(), 0, "a completed sleep leaves the slab");
     }
@@ -239,9 +299,12 @@ mod tests {
         let timer = CoarseTimer::start();
         let fast = timer.timeout(Duration::from_secs(5), async { 7 }).await;
         assert_eq!(fast, Ok(7));
-        let slow = timer
-            .timeout(Duration::from_millis(60), std::future::pending::<()>())
-            .await;
+        let slow = tokio::time::timeout(
+            HANG,
+            timer.timeout(Duration::from_millis(60), std::future::pending::<()>()),
+        )
+        .await
+        .expect("the coarse timeout fired");
         assert_eq!(slow, Err(Elapsed));
         assert_eq!(timer.pending(), 0);
     }
@@ -269,14 +332,21 @@ mod tests {
         let timer = CoarseTimer::start();
         let mut sleep = Timer::sleep_until(&timer, Instant::now() + Duration::from_secs(3600));
         assert!(futures::poll!(sleep.as_mut()).is_pending());
-        let start = Instant::now();
-        Timer::reset(&timer, &mut sleep, start + Duration::from_millis(80));
-        sleep.await;
-        assert!(start.elapsed() >= Duration::from_millis(80));
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "the new deadline was not used"
-        );
+        let new_deadline = Instant::now() + Duration::from_millis(80);
+        Timer::reset(&timer, &mut sleep, new_deadline);
+        let registered: Vec<Instant> = timer
+            .shared
+            .lock()
+            .entries
+            .iter()
+            .flatten()
+            .map(|(deadline, _)| *deadline)
+            .collect();
+        assert_eq!(registered, [new_deadline], "the registered deadline moved");
+        tokio::time::timeout(HANG, sleep)
+            .await
+            .expect("the reset sleep completed (its old deadline was an hour away)");
+        assert!(Instant::now() >= new_deadline);
         assert_eq!(timer.pending(), 0);
     }
 }
