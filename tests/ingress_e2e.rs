@@ -288,12 +288,66 @@ spec:
 
 /// Dropping a Service from the Ingress garbage-collects its backend service, health check and
 /// NEG (in the background, shortly after the sync that changed the URL map), while the rest of
-/// the load balancer keeps serving (ingress-gce #1756: no 502 for the remaining paths).
+/// the load balancer keeps serving (ingress-gce #1756: no 502 for the remaining paths). Requests
+/// sent all through the change, each once (no retries), show it: `/products` always answers 200
+/// and `/discounted` 200 until the URL map drops it, then the default backend's 404 for good.
 #[test]
 fn a_service_dropped_from_the_ingress_has_its_backend_collected() -> Result<()> {
     let (sys, socket) = system_with_my_ingress()?;
     let host = "your-store.example";
+    sys.wait_for_response(&socket, host, "/products", 200, "\"products-")?;
     sys.wait_for_response(&socket, host, "/discounted", 200, "discounted-products-")?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| -> Result<()> {
+        let prober = scope.spawn(|| {
+            let mut seen = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                for path in ["/products", "/discounted"] {
+                    let status = sys.http_get(&socket, host, path).map(|(s, _)| s);
+                    seen.push((path, status.map_err(|e| format!("{e:#}"))));
+                }
+                // Paces the probes (a few hundred over the change), not a synchronisation.
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            seen
+        });
+        let changed = drop_discounted_and_wait_for_collection(&sys, &socket, host);
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let seen = prober.join().expect("the prober thread");
+        changed?;
+        let wrong: Vec<_> = seen
+            .iter()
+            .filter(|(path, status)| {
+                !matches!(
+                    (*path, status),
+                    ("/products", Ok(200)) | ("/discounted", Ok(200 | 404))
+                )
+            })
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "{} of {} requests during the change got another answer: {wrong:?}",
+            wrong.len(),
+            seen.len()
+        );
+        // Once the default backend answers /discounted, the old backend never does again.
+        let discounted: Vec<u16> = seen
+            .iter()
+            .filter(|(p, _)| *p == "/discounted")
+            .filter_map(|(_, s)| s.as_ref().ok().copied())
+            .collect();
+        let first_404 = discounted.iter().position(|s| *s == 404);
+        assert!(
+            first_404.is_none_or(|i| discounted[i..].iter().all(|s| *s == 404)),
+            "/discounted went back to 200 after 404: {discounted:?}"
+        );
+        Ok(())
+    })
+}
+
+/// Applies my-ingress without `/discounted`, waits until its backend service, health check
+/// and NEG are gone and `/discounted` reaches the default backend.
+fn drop_discounted_and_wait_for_collection(sys: &System, socket: &str, host: &str) -> Result<()> {
     let discounted = |names: Vec<String>| {
         names
             .into_iter()
@@ -332,9 +386,8 @@ spec:
         },
     )
     .map_err(|e| anyhow!("{e:#}\n{}", sys.logs()))?;
-    // The products path still serves, and /discounted now falls to the default backend.
-    sys.wait_for_response(&socket, host, "/products", 200, "\"products-")?;
-    sys.wait_for_response(&socket, host, "/discounted", 404, "default backend")?;
+    // /discounted now falls to the default backend.
+    sys.wait_for_response(socket, host, "/discounted", 404, "default backend")?;
     let products: Vec<String> = sys
         .compute_names("backendServices")?
         .into_iter()

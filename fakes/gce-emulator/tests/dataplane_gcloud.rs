@@ -203,5 +203,23 @@ async fn gcloud_built_load_balancer_carries_traffic() {
         "--global",
         "--format=json",
     ]);
-    assert!(health.contains("HEALTHY"), "{health}");
+    // The one endpoint of bs-api answered through the load balancer, so it is HEALTHY (the
+    // exact state: a substring test would also accept UNHEALTHY).
+    let health: Value = serde_json::from_str(&health).unwrap();
+    let states: Vec<(String, String)> = health
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|group| group["status"]["healthStatus"].as_array().cloned())
+        .flatten()
+        .map(|h| {
+            let ep = format!("{}:{}", h["ipAddress"].as_str().unwrap_or("?"), h["port"]);
+            (ep, h["healthState"].as_str().unwrap_or("").to_string())
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [(api.addr.to_string(), "HEALTHY".to_string())],
+        "{health}"
+    );
 }
