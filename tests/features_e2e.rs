@@ -364,69 +364,107 @@ spec:
     Ok(())
 }
 
+/// A raw HTTP/1.1 request that the echo Pod answers after `ms` milliseconds.
+fn slow_request(host: &str, ms: u64) -> String {
+    format!("GET /slow?sleep_ms={ms} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+}
+
+/// Whether `ip` is an endpoint of any NEG in the test zone.
+fn in_a_neg(sys: &System, ip: &str) -> Result<bool> {
+    let mut present = false;
+    for neg in sys.neg_names()? {
+        let list = sys.compute_post(
+            &format!("compute/v1/projects/{PROJECT}/zones/{ZONE}/networkEndpointGroups/{neg}/listNetworkEndpoints"),
+            &serde_json::json!({}),
+        )?;
+        present |= list.to_string().contains(&format!("\"{ip}\""));
+    }
+    Ok(present)
+}
+
+/// Connection draining end to end. Two Services, one Pod each, with BackendConfigs of
+/// `drainingTimeoutSec` 30 and 0; a slow request goes to each Pod, then both Pods are deleted
+/// (their grace period keeps them serving). Once both endpoints have left their NEGs, the request
+/// under a 30 s window still finishes with its Pod's answer, and the one under 0 is cut with a
+/// 502 at once (it would otherwise have been answered 50 s later).
 #[test]
-fn draining_lets_an_in_flight_request_finish_when_its_pod_is_removed() -> Result<()> {
+fn draining_lets_an_in_flight_request_finish_within_the_timeout_and_zero_cuts_it() -> Result<()> {
+    /// The request under the 30 s window takes 25 s: its endpoint leaves before it ends and it
+    /// ends within 30 s of that.
+    const FINISHES_MS: u64 = 25_000;
+    /// The request under 0 would take 50 s (less than the Pod's 60 s grace period).
+    const CUT_MS: u64 = 50_000;
     let sys = start()?;
-    let mut yaml = String::from(
-        r#"apiVersion: cloud.google.com/v1
-kind: BackendConfig
-metadata:
-  name: drain-bc
-spec:
-  timeoutSec: 60
-  connectionDraining: {drainingTimeoutSec: 60}
----
-"#,
-    );
-    yaml.push_str(&service(
-        "drain",
-        "drain",
-        "http",
-        8080,
-        &[(
-            "cloud.google.com/backend-config",
-            r#"{"default": "drain-bc"}"#,
-        )],
-    ));
-    yaml.push_str(&pod("drain-1", "drain", &[("http", 8080)], &[]));
-    yaml.push_str(&ingress("drain", "drain", &[]));
+    let mut yaml = String::new();
+    for (name, secs) in [("drain30", 30), ("drain0", 0)] {
+        yaml.push_str(&format!(
+            "apiVersion: cloud.google.com/v1\nkind: BackendConfig\nmetadata:\n  name: {name}\nspec:\n  timeoutSec: 90\n  connectionDraining: {{drainingTimeoutSec: {secs}}}\n---\n"
+        ));
+        yaml.push_str(&service(
+            name,
+            name,
+            "http",
+            8080,
+            &[(
+                "cloud.google.com/backend-config",
+                &format!(r#"{{"default": "{name}"}}"#),
+            )],
+        ));
+        yaml.push_str(&pod(&format!("{name}-1"), name, &[("http", 8080)], &[]));
+        yaml.push_str(&ingress(name, name, &[]));
+    }
     sys.apply(&yaml)?;
-    let socket = sys.wait_for_ingress_socket("default", "drain")?;
-    sys.wait_for_response(&socket, "drain.example", "/", 200, "drain-1")?;
-    let ip = pod_ip(&sys, "drain-1")?;
+    let mut conns = Vec::new();
+    for (name, ms) in [("drain30", FINISHES_MS), ("drain0", CUT_MS)] {
+        let socket = sys.wait_for_ingress_socket("default", name)?;
+        let host = format!("{name}.example");
+        sys.wait_for_response(&socket, &host, "/", 200, &format!("{name}-1"))?;
+        let ip = pod_ip(&sys, &format!("{name}-1"))?;
+        let mut conn = std::net::TcpStream::connect(&socket)?;
+        conn.write_all(slow_request(&host, ms).as_bytes())?;
+        conn.flush()?;
+        conns.push((name, ip, conn));
+    }
+    sys.kubectl_ok(&["delete", "pod", "drain30-1", "drain0-1", "--wait=false"])?;
 
-    // Send a slow request (the Pod answers after 8 s), then delete its only Pod.
-    let mut conn = std::net::TcpStream::connect(&socket)?;
-    conn.set_read_timeout(Some(Duration::from_secs(90)))?;
-    conn.write_all(
-        b"GET /slow?sleep_ms=8000 HTTP/1.1\r\nHost: drain.example\r\nConnection: close\r\n\r\n",
-    )?;
-    conn.flush()?;
-    sys.kubectl_ok(&["delete", "pod", "drain-1", "--wait=false"])?;
-
-    // The endpoint leaves the NEG ...
-    wait_for("drain-1 to leave the NEG", DEADLINE, || {
-        let negs = sys.neg_names()?;
-        let mut present = false;
-        for neg in negs {
-            let list = sys.compute_post(
-                &format!("compute/v1/projects/{PROJECT}/zones/{ZONE}/networkEndpointGroups/{neg}/listNetworkEndpoints"),
-                &serde_json::json!({}),
-            )?;
-            present |= list.to_string().contains(&ip);
+    // Both endpoints leave their NEGs while the requests are in flight ...
+    for (name, ip, _) in &conns {
+        wait_for(&format!("{name}-1 to leave its NEG"), DEADLINE, || {
+            Ok((!in_a_neg(&sys, ip)?).then_some(()))
+        })
+        .with_context(|| sys.logs())?;
+    }
+    let mut answers = std::collections::BTreeMap::new();
+    for (name, _, mut conn) in conns {
+        // Whether an answer had come before the endpoint left (for the 30 s request).
+        conn.set_nonblocking(true)?;
+        let answered_before = !matches!(conn.peek(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+        conn.set_nonblocking(false)?;
+        conn.set_read_timeout(Some(Duration::from_secs(90)))?;
+        let mut answer = String::new();
+        conn.read_to_string(&mut answer)?;
+        if name == "drain30" && answered_before && answer.starts_with("HTTP/1.1 200") {
+            bail!(
+                "the {FINISHES_MS} ms request was answered before its endpoint left the NEG, so \
+                 nothing was drained (the endpoint removal took longer than the request): {answer}"
+            );
         }
-        Ok((!present).then_some(()))
-    })
-    .with_context(|| sys.logs())?;
-
-    // ... and the request already sent to it still completes.
-    let mut answer = String::new();
-    conn.read_to_string(&mut answer)?;
+        answers.insert(name, answer);
+    }
+    // ... the request under a 30 s window finishes with its Pod's answer ...
+    let finished = &answers["drain30"];
     assert!(
-        answer.starts_with("HTTP/1.1 200"),
-        "in-flight request: {answer}"
+        finished.starts_with("HTTP/1.1 200") && finished.contains("drain30-1"),
+        "in-flight request under drainingTimeoutSec 30: {finished}"
     );
-    assert!(answer.contains("drain-1"), "in-flight request: {answer}");
+    // ... and the one under 0 was cut when its endpoint left.
+    let cut = &answers["drain0"];
+    assert!(
+        cut.starts_with("HTTP/1.1 502")
+            && cut.contains("backend_connection_closed_before_data_sent_to_client")
+            && cut.contains("drainingTimeoutSec=0 elapsed"),
+        "in-flight request under drainingTimeoutSec 0: {cut}"
+    );
     Ok(())
 }
 

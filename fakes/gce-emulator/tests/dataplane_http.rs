@@ -351,45 +351,6 @@ async fn slow_backend_gets_502_after_timeout_sec() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn draining_lets_an_in_flight_request_finish() {
-    let (a, b) = (Backend::start("a").await, Backend::start("b").await);
-    let mut w = World::start();
-    w.service(
-        "bs",
-        None,
-        &[a.addr],
-        json!({"connectionDraining": {"drainingTimeoutSec": 30}}),
-    );
-    w.http_lb("lb", lb_ip(), json!({"defaultService": bs("bs")}));
-    w.publish();
-    let l = w.listener("lb").await;
-    let cl = client(&l, &["h.example"]);
-    let (cl2, l2) = (cl.clone(), l.clone());
-    let in_flight = tokio::spawn(async move { get(&cl2, &l2, "h.example", "/hold").await });
-    poll("request held by a", 30, async || {
-        (a.state.held.load(Ordering::SeqCst) == 1).then_some(())
-    })
-    .await;
-    // a is detached, b attached: new requests go to b while a's request is still open.
-    w.set_endpoints("neg-bs", &[b.addr]);
-    w.publish();
-    poll("traffic moved to b", 30, async || {
-        (backend_of(&get(&cl, &l, "h.example", "/").await.2) == "b").then_some(())
-    })
-    .await;
-    for _ in 0..5 {
-        assert_eq!(backend_of(&get(&cl, &l, "h.example", "/").await.2), "b");
-    }
-    a.state.release.notify_waiters();
-    let (status, _, v, _) = in_flight.await.unwrap();
-    assert_eq!(
-        (status, backend_of(&v)),
-        (200, "a"),
-        "the in-flight request completed on the detached endpoint"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_headers_and_security_policy() {
     let a = Backend::start("a").await;
     let mut w = World::start();

@@ -153,29 +153,133 @@ async fn ssl_policy_min_tls_version_is_enforced() {
         .await;
     assert!(refused.is_err(), "TLS 1.2 refused under TLS_1_3");
 
-    // TLS 1.0 and 1.1 are refused (openssl is the only client here that still offers them).
-    for flag in ["-tls1", "-tls1_1"] {
-        let out = tokio::process::Command::new("openssl")
-            .args([
-                "s_client",
-                "-connect",
-                &l12.local_addr.to_string(),
-                "-servername",
-                "t.example",
-                flag,
-            ])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .await;
-        let Ok(out) = out else {
-            eprintln!("openssl not installed: TLS 1.0/1.1 part skipped");
-            return;
-        };
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            !out.status.success() || !text.contains("BEGIN CERTIFICATE"),
-            "{flag} must fail: {text}"
+    // TLS 1.0 and 1.1 are refused. rustls cannot offer them, so the client is `openssl s_client`
+    // at security level 0 (OpenSSL 3 refuses TLS 1.0/1.1 by itself at its default level, which
+    // would make a refusal prove nothing). The control: the same client completes a TLS 1.0 and
+    // a TLS 1.1 handshake with `openssl s_server`, so a refusal below is the emulator's.
+    let control = LegacyTlsServer::start().await;
+    for version in [LegacyTls::V1_0, LegacyTls::V1_1] {
+        assert_eq!(
+            legacy_handshake(control.addr, version).await.as_deref(),
+            Some(version.protocol_line()),
+            "control: openssl s_client must complete a {version:?} handshake with a server that \
+             allows it"
         );
+        for l in [&l12, &l13] {
+            assert_eq!(
+                legacy_handshake(l.local_addr, version).await,
+                None,
+                "{version:?} must be refused by {}",
+                l.forwarding_rule
+            );
+        }
+    }
+}
+
+/// A TLS version rustls does not implement, offered through `openssl s_client`.
+#[derive(Clone, Copy, Debug)]
+enum LegacyTls {
+    V1_0,
+    V1_1,
+}
+
+impl LegacyTls {
+    fn flag(self) -> &'static str {
+        match self {
+            LegacyTls::V1_0 => "-tls1",
+            LegacyTls::V1_1 => "-tls1_1",
+        }
+    }
+
+    /// The `Protocol  : ...` value `s_client` prints for a session of this version.
+    fn protocol_line(self) -> &'static str {
+        match self {
+            LegacyTls::V1_0 => "TLSv1",
+            LegacyTls::V1_1 => "TLSv1.1",
+        }
+    }
+}
+
+const OPENSSL_MISSING: &str = "the TLS 1.0/1.1 checks need the `openssl` command line tool \
+     (rustls cannot offer those versions): install it with `apt-get install openssl` \
+     (`.ci/run` and `make deps` do)";
+
+/// Offers only `version` to `addr` with `openssl s_client` at security level 0 (so OpenSSL's own
+/// policy does not refuse first). Returns the negotiated protocol (`TLSv1`, `TLSv1.1`) when the
+/// handshake completed, `None` when it was refused. Panics when openssl is not installed.
+async fn legacy_handshake(addr: std::net::SocketAddr, version: LegacyTls) -> Option<String> {
+    let out = tokio::process::Command::new("openssl")
+        .args(["s_client", "-connect", &addr.to_string()])
+        .args(["-servername", "t.example", version.flag()])
+        .args(["-cipher", "DEFAULT@SECLEVEL=0"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("{OPENSSL_MISSING}: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // `New, TLSv1.0, Cipher is ECDHE-...` for a session, `New, (NONE), Cipher is (NONE)` without.
+    let established = text
+        .lines()
+        .any(|l| l.starts_with("New, ") && !l.contains("(NONE)"));
+    if !established {
+        return None;
+    }
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("Protocol  : "))
+        .map(|p| p.trim().to_string())
+}
+
+/// `openssl s_server` on an ephemeral loopback port allowing TLS 1.0 and up at security level 0
+/// (the control for [`legacy_handshake`]); killed on drop.
+struct LegacyTlsServer {
+    addr: std::net::SocketAddr,
+    _child: tokio::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl LegacyTlsServer {
+    async fn start() -> LegacyTlsServer {
+        use tokio::io::AsyncBufReadExt;
+        let dir = tempfile::tempdir().unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["t.example".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+        std::fs::write(&cert_path, cert.pem()).unwrap();
+        std::fs::write(&key_path, key.serialize_pem()).unwrap();
+        let mut child = tokio::process::Command::new("openssl")
+            .args(["s_server", "-accept", "127.0.0.1:0", "-cert"])
+            .arg(&cert_path)
+            .arg("-key")
+            .arg(&key_path)
+            .args(["-min_protocol", "TLSv1", "-cipher", "DEFAULT@SECLEVEL=0"])
+            // s_server stops at the end of its standard input: keep it open.
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{OPENSSL_MISSING}: {e}"));
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let addr = loop {
+            let line = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+                .await
+                .expect("openssl s_server printed its ACCEPT line")
+                .unwrap()
+                .expect("openssl s_server exited before accepting");
+            if let Some(a) = line.strip_prefix("ACCEPT ") {
+                break a.trim().parse().unwrap();
+            }
+        };
+        // Keep reading its output so it never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        LegacyTlsServer {
+            addr,
+            _child: child,
+            _dir: dir,
+        }
     }
 }
 
@@ -212,57 +316,11 @@ async fn managed_certificate_from_the_local_ca_is_trusted() {
     assert_eq!(r.status().as_u16(), 200, "verified against the local CA");
 }
 
-/// A TLS backend (self-signed, ALPN h2 and http/1.1) answering JSON with its HTTP version;
-/// `/healthz` answers 200.
-async fn tls_backend(name: &'static str) -> std::net::SocketAddr {
-    use hyper_util::rt::{TokioExecutor, TokioIo};
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["backend.internal".to_string()])
-        .unwrap()
-        .self_signed(&key)
-        .unwrap();
-    let der_key = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
-    let mut cfg = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![cert.der().clone()], der_key)
-    .unwrap();
-    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(cfg));
-    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = tcp.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((s, _)) = tcp.accept().await {
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(s).await else {
-                    return;
-                };
-                let svc = hyper::service::service_fn(
-                    |req: hyper::Request<hyper::body::Incoming>| async move {
-                        let body = json!({"backend": name, "version": format!("{:?}", req.version()), "uri": req.uri().path()});
-                        Ok::<_, std::convert::Infallible>(hyper::Response::new(
-                            http_body_util::Full::new(bytes::Bytes::from(body.to_string())),
-                        ))
-                    },
-                );
-                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(tls), svc)
-                    .await;
-            });
-        }
-    });
-    addr
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backend_protocols_https_and_http2_with_matching_health_checks() {
     let (h1, h2, plain) = (
-        tls_backend("tls-h1").await,
-        tls_backend("tls-h2").await,
+        tls_backend("tls-h1").await.addr,
+        tls_backend("tls-h2").await.addr,
         Backend::start("plain").await,
     );
     let mut w = World::start();

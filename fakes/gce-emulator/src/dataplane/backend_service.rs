@@ -9,9 +9,11 @@
 
 use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
 
 use crate::dataplane::metrics::BackendMetrics;
 use crate::dataplane::security_policy::SecurityPolicy;
@@ -39,6 +41,13 @@ pub struct Endpoint {
     pub in_flight: AtomicUsize,
     /// Its idle HTTP/1 connections.
     pub pool: crate::dataplane::upstream::Http1Pool,
+    /// `connectionDraining.drainingTimeoutSec` that applies once it is removed: the largest
+    /// over the backend services using its NEG (seconds; set at each compile).
+    pub draining_timeout_sec: AtomicU64,
+    /// Cancelled when its connection draining ends after it was removed (see
+    /// [`crate::dataplane::draining`]): its upstream connections close and requests still in
+    /// flight on it are cut.
+    pub drained: CancellationToken,
 }
 
 impl Endpoint {
@@ -57,6 +66,8 @@ impl Endpoint {
             healthy: AtomicBool::new(false),
             in_flight: AtomicUsize::new(0),
             pool: Default::default(),
+            draining_timeout_sec: AtomicU64::new(0),
+            drained: CancellationToken::new(),
         }
     }
 }

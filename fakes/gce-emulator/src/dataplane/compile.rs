@@ -55,6 +55,10 @@ pub struct Compiled {
     pub frontends: BTreeMap<ResourceKey, Arc<Frontend>>,
     /// Probes to run.
     pub probes: Vec<ProbeTarget>,
+    /// Endpoints of the previous compile that are no longer in any backend service (detached
+    /// from their NEG, or their NEG from the backend service, or the backend service deleted):
+    /// they take no new requests and start connection draining (draining.rs).
+    pub removed: Vec<Arc<Endpoint>>,
 }
 
 /// State carried from one compile to the next so that endpoint health and load, and TLS session
@@ -85,10 +89,42 @@ pub fn first_port(port_range: &str) -> Option<u16> {
     port_range.split('-').next()?.trim().parse().ok()
 }
 
+/// The NEG keys a backend service's `backends[].group` name.
+fn backend_groups(v: &Value) -> impl Iterator<Item = (&Value, ResourceKey)> {
+    v.get("backends")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|b| Some((b, str_field(b, "group").and_then(key_from_url)?)))
+}
+
+/// `connectionDraining.drainingTimeoutSec` per NEG: the largest over the backend services that
+/// use it ("Enabling connection draining": with several backend services on one NEG, the
+/// largest timeout applies).
+fn draining_by_neg(snap: &Snapshot) -> HashMap<ResourceKey, u64> {
+    let mut by_neg = HashMap::new();
+    for (k, v) in &snap.resources {
+        if !(k.contains("/global/") && kind_of(k) == Some("backendServices")) {
+            continue;
+        }
+        let secs = v
+            .get("connectionDraining")
+            .and_then(|d| num(d, "drainingTimeoutSec"))
+            .unwrap_or(0);
+        for (_, neg) in backend_groups(v) {
+            let e = by_neg.entry(neg).or_insert(0);
+            *e = (*e).max(secs);
+        }
+    }
+    by_neg
+}
+
+#[allow(clippy::too_many_arguments)]
 fn compile_backend_service(
     key: &str,
     v: &Value,
     snap: &Snapshot,
+    draining: &HashMap<ResourceKey, u64>,
     carry: &mut Carry,
     next: &mut HashMap<HealthKey, Arc<Endpoint>>,
     metrics: &Metrics,
@@ -103,15 +139,7 @@ fn compile_backend_service(
             key_from_url(u).and_then(|k| snap.get(&k).map(|hc| ProbeSpec::compile(&k, hc)))
         });
     let mut endpoints = Vec::new();
-    for b in v
-        .get("backends")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let Some(neg_key) = str_field(b, "group").and_then(key_from_url) else {
-            continue;
-        };
+    for (b, neg_key) in backend_groups(v) {
         let neg_type = snap
             .get(&neg_key)
             .and_then(|n| str_field(n, "networkEndpointType"))
@@ -138,6 +166,10 @@ fn compile_backend_service(
             let ep = carry.endpoints.get(&hk).cloned().unwrap_or_else(|| {
                 Arc::new(Endpoint::new(hk.clone(), SocketAddr::new(ip, ne.port)))
             });
+            ep.draining_timeout_sec.store(
+                draining.get(&neg_key).copied().unwrap_or(0),
+                std::sync::atomic::Ordering::Relaxed,
+            );
             next.insert(hk, ep.clone());
             if let Some(spec) = &hc {
                 probes.push(ProbeTarget {
@@ -241,6 +273,7 @@ pub fn compile(snap: &Snapshot, carry: &mut Carry, metrics: &Metrics) -> Compile
     let mut next_eps = HashMap::new();
     let mut next_tls = HashMap::new();
     let mut probes = Vec::new();
+    let draining = draining_by_neg(snap);
     // Every global backend service, used or not: getHealth reports on all of them.
     let mut services = Vec::new();
     let mut index = HashMap::new();
@@ -251,6 +284,7 @@ pub fn compile(snap: &Snapshot, carry: &mut Carry, metrics: &Metrics) -> Compile
                 k,
                 v,
                 snap,
+                &draining,
                 carry,
                 &mut next_eps,
                 metrics,
@@ -326,9 +360,19 @@ pub fn compile(snap: &Snapshot, carry: &mut Carry, metrics: &Metrics) -> Compile
         };
         frontends.insert(k.clone(), Arc::new(fe));
     }
+    let removed = carry
+        .endpoints
+        .iter()
+        .filter(|(k, _)| !next_eps.contains_key(*k))
+        .map(|(_, ep)| ep.clone())
+        .collect();
     carry.endpoints = next_eps;
     carry.tls = next_tls;
-    Compiled { frontends, probes }
+    Compiled {
+        frontends,
+        probes,
+        removed,
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod access_log;
 pub mod backend_service;
 pub mod coarse_timer;
 pub mod compile;
+pub mod draining;
 pub mod health;
 pub mod listener;
 pub mod metrics;
@@ -217,6 +218,9 @@ impl Manager {
     fn apply(&mut self, snap: &Snapshot) {
         let compiled = compile::compile(snap, &mut self.carry, &self.shared.metrics);
         self.checker.reconcile(compiled.probes);
+        for ep in &compiled.removed {
+            draining::start(ep);
+        }
         self.listeners.retain(|rule, l| {
             let keep = compiled.frontends.contains_key(rule);
             if !keep {

@@ -411,6 +411,18 @@ async fn forward(
             );
             return (bad_gateway("backend_timeout", why), Some(bs));
         }
+        Ok(Err(_)) if ep.drained.is_cancelled() => {
+            let why = format!(
+                "endpoint {} left backend service {} and its connectionDraining.drainingTimeoutSec={} elapsed",
+                ep.addr,
+                bs.key,
+                ep.draining_timeout_sec.load(Ordering::Relaxed)
+            );
+            return (
+                bad_gateway("backend_connection_closed_before_data_sent_to_client", why),
+                Some(bs),
+            );
+        }
         Ok(Err(e)) => {
             let why = format!("endpoint {} of backend service {}: {e}", ep.addr, bs.key);
             let detail = if e.is_connect() {
@@ -428,14 +440,18 @@ async fn forward(
         if let Some(client_upgrade) = client_upgrade {
             let backend_upgrade = hyper::upgrade::on(&mut resp);
             let limit = bs.timeout;
+            let drained = ep.drained.clone();
             tokio::spawn(async move {
                 let (Ok(c), Ok(b)) = (client_upgrade.await, backend_upgrade.await) else {
                     return;
                 };
                 let mut c = hyper_util::rt::TokioIo::new(c);
                 let mut b = hyper_util::rt::TokioIo::new(b);
-                // timeoutSec bounds the life of a WebSocket connection, as on Google's proxies.
-                let _ = tokio::time::timeout(limit, tokio::io::copy_bidirectional(&mut c, &mut b))
+                // timeoutSec bounds the life of a WebSocket connection, as on Google's proxies,
+                // and so does the end of the endpoint's connection draining.
+                let copy = tokio::io::copy_bidirectional(&mut c, &mut b);
+                let _ = drained
+                    .run_until_cancelled(tokio::time::timeout(limit, copy))
                     .await;
             });
         }

@@ -171,11 +171,20 @@ impl Upstream {
         parts.authority = Some(ep.authority.clone());
         parts.path_and_query = req.uri().path_and_query().cloned();
         *req.uri_mut() = http::Uri::from_parts(parts).map_err(UpstreamError::Uri)?;
-        let resp = client.request(req).await.map_err(UpstreamError::Client)?;
+        // These pools share connections between endpoints of the same address, so draining
+        // cuts the request and its body rather than the connection (see draining.rs).
+        let resp = ep
+            .drained
+            .run_until_cancelled(client.request(req))
+            .await
+            .ok_or(UpstreamError::Drained)?
+            .map_err(UpstreamError::Client)?;
+        let drain = Some(Box::pin(ep.drained.clone().cancelled_owned()));
         Ok(resp.map(|inner| UpstreamBody {
             inner,
             ret: None,
             done: false,
+            drain,
         }))
     }
 }
@@ -195,6 +204,9 @@ pub enum UpstreamError {
     /// The request's path cannot form a URI with the endpoint's address.
     #[error("invalid upstream URI: {0}")]
     Uri(http::uri::InvalidUriParts),
+    /// The endpoint was removed and its connection draining timeout elapsed (draining.rs).
+    #[error("the endpoint was removed and its connection draining timeout elapsed")]
+    Drained,
 }
 
 impl UpstreamError {
@@ -203,7 +215,7 @@ impl UpstreamError {
     pub fn is_connect(&self) -> bool {
         match self {
             UpstreamError::Connect(_) => true,
-            UpstreamError::Http(_) | UpstreamError::Uri(_) => false,
+            UpstreamError::Http(_) | UpstreamError::Uri(_) | UpstreamError::Drained => false,
             UpstreamError::Client(e) => e.is_connect(),
         }
     }
@@ -241,7 +253,10 @@ impl Http1Pool {
     }
 }
 
-async fn connect_http1(addr: SocketAddr) -> Result<http1::SendRequest<Incoming>, UpstreamError> {
+/// A new HTTP/1 connection to `ep`, driven by its own task until it closes or the endpoint's
+/// connection draining ends (draining.rs).
+async fn connect_http1(ep: &Endpoint) -> Result<http1::SendRequest<Incoming>, UpstreamError> {
+    let addr = ep.addr;
     let tcp = match tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(addr)).await {
         Ok(Ok(t)) => t,
         Ok(Err(e)) => return Err(UpstreamError::Connect(format!("{addr}: {e}"))),
@@ -256,8 +271,11 @@ async fn connect_http1(addr: SocketAddr) -> Result<http1::SendRequest<Incoming>,
         .writev(false)
         .handshake(TokioIo::new(tcp))
         .await?;
+    let drained = ep.drained.clone();
     tokio::spawn(async move {
-        let _ = conn.with_upgrades().await;
+        // Dropping the connection when draining ends closes its socket; hyper then fails the
+        // pending request or response body on it.
+        let _ = drained.run_until_cancelled(conn.with_upgrades()).await;
     });
     Ok(sender)
 }
@@ -277,7 +295,7 @@ async fn send_http1(
             }
             None => {
                 fresh = true;
-                break Box::pin(connect_http1(ep.addr)).await?;
+                break Box::pin(connect_http1(ep)).await?;
             }
         }
     };
@@ -291,13 +309,14 @@ async fn send_http1(
                     inner,
                     ret,
                     done: false,
+                    drain: None,
                 }));
             }
             Err(mut e) => match e.take_message() {
                 // Not sent (the idle connection was closing): once more on a new connection.
                 Some(r) if !fresh => {
                     req = r;
-                    sender = Box::pin(connect_http1(ep.addr)).await?;
+                    sender = Box::pin(connect_http1(ep)).await?;
                     fresh = true;
                 }
                 _ => return Err(UpstreamError::Http(e.into_error())),
@@ -307,11 +326,13 @@ async fn send_http1(
 }
 
 /// A response body from an endpoint; when read to the end, its HTTP/1 connection goes back to
-/// the endpoint's pool.
+/// the endpoint's pool. From HTTPS and HTTP2 endpoints it fails once the endpoint's connection
+/// draining ends (HTTP/1 connections are closed instead; see draining.rs).
 pub struct UpstreamBody {
     inner: Incoming,
     ret: Option<(http1::SendRequest<Incoming>, Arc<Endpoint>)>,
     done: bool,
+    drain: Option<std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>,
 }
 
 impl std::fmt::Debug for UpstreamBody {
@@ -322,20 +343,26 @@ impl std::fmt::Debug for UpstreamBody {
 
 impl hyper::body::Body for UpstreamBody {
     type Data = bytes::Bytes;
-    type Error = hyper::Error;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
 
     fn poll_frame(
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
         let this = self.get_mut();
+        if let Some(drain) = &mut this.drain {
+            if std::future::Future::poll(drain.as_mut(), cx).is_ready() {
+                this.ret = None;
+                return std::task::Poll::Ready(Some(Err(UpstreamError::Drained.into())));
+            }
+        }
         let r = std::pin::Pin::new(&mut this.inner).poll_frame(cx);
         match &r {
             std::task::Poll::Ready(None) => this.done = true,
             std::task::Poll::Ready(Some(Err(_))) => this.ret = None,
             _ => {}
         }
-        r
+        r.map(|f| f.map(|f| f.map_err(Into::into)))
     }
 
     fn is_end_stream(&self) -> bool {

@@ -44,7 +44,8 @@ pub async fn poll<T>(what: &str, secs: u64, mut f: impl AsyncFnMut() -> Option<T
 }
 
 /// A real backend: answers every request with JSON describing it, `/healthz` with 200 or 503,
-/// `/slow` after `slow_ms`, `/hold` once released.
+/// `/slow` after `slow_ms`, `/hold` once released; `/stream-hold` sends its headers and a first
+/// body chunk `start` at once, and the rest (`end`) once released.
 pub struct Backend {
     pub name: String,
     pub addr: SocketAddr,
@@ -91,10 +92,22 @@ async fn answer(
         ))
         .await;
     }
+    if path.starts_with("/stream-hold") {
+        let chunks = futures::stream::unfold((0, s.clone()), |(step, s)| async move {
+            let chunk = match step {
+                0 => "start\n",
+                1 => {
+                    s.hold().await;
+                    "end\n"
+                }
+                _ => return None,
+            };
+            Some((Ok::<_, std::io::Error>(chunk), (step + 1, s)))
+        });
+        return axum::body::Body::from_stream(chunks).into_response();
+    }
     if path.starts_with("/hold") {
-        let released = s.release.notified();
-        s.held.fetch_add(1, Ordering::SeqCst);
-        released.await;
+        s.hold().await;
     }
     let headers: BTreeMap<String, String> = req
         .headers()
@@ -109,9 +122,9 @@ async fn answer(
     .into_response()
 }
 
-impl Backend {
-    pub async fn start(name: &str) -> Backend {
-        let state = Arc::new(BackendState {
+impl BackendState {
+    fn new(name: &str) -> Arc<BackendState> {
+        Arc::new(BackendState {
             name: name.to_string(),
             healthy: AtomicBool::new(true),
             health_probes: AtomicUsize::new(0),
@@ -122,7 +135,20 @@ impl Backend {
             release: Notify::new(),
             slow_ms: AtomicUsize::new(0),
             conn_ports: Default::default(),
-        });
+        })
+    }
+
+    /// Waits until the test releases held requests; counts the request as held meanwhile.
+    async fn hold(&self) {
+        let released = self.release.notified();
+        self.held.fetch_add(1, Ordering::SeqCst);
+        released.await;
+    }
+}
+
+impl Backend {
+    pub async fn start(name: &str) -> Backend {
+        let state = BackendState::new(name);
         let app = axum::Router::new()
             .fallback(answer)
             .with_state(state.clone());
@@ -310,4 +336,89 @@ pub async fn get(
 
 pub fn backend_of(v: &Value) -> &str {
     v["backend"].as_str().unwrap_or("")
+}
+
+/// A TLS backend (self-signed, ALPN h2 and http/1.1) answering JSON with its name and HTTP
+/// version (`/healthz` too, with 200); `/hold` answers once released, `/stream-hold` sends
+/// `start` at once and `end` once released (see [`Backend`]; only `held` and `release` of its
+/// state are used).
+pub async fn tls_backend(name: &'static str) -> Backend {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["backend.internal".to_string()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let der_key = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+    let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.der().clone()], der_key)
+    .unwrap();
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = tcp.local_addr().unwrap();
+    let state = BackendState::new(name);
+    let served = state.clone();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = tcp.accept().await {
+            let (acceptor, state) = (acceptor.clone(), served.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(s).await else {
+                    return;
+                };
+                let svc = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let state = state.clone();
+                        async move {
+                            Ok::<_, std::convert::Infallible>(tls_answer(name, &state, req).await)
+                        }
+                    },
+                );
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .await;
+            });
+        }
+    });
+    Backend {
+        name: name.to_string(),
+        addr,
+        state,
+    }
+}
+
+type TlsBody = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
+
+async fn tls_answer(
+    name: &str,
+    state: &Arc<BackendState>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> hyper::Response<TlsBody> {
+    use http_body_util::BodyExt;
+    let path = req.uri().path().to_string();
+    if path == "/stream-hold" {
+        let chunks = futures::stream::unfold((0, state.clone()), |(step, s)| async move {
+            let chunk = match step {
+                0 => "start\n",
+                1 => {
+                    s.hold().await;
+                    "end\n"
+                }
+                _ => return None,
+            };
+            let frame = hyper::body::Frame::data(bytes::Bytes::from_static(chunk.as_bytes()));
+            Some((Ok(frame), (step + 1, s)))
+        });
+        return hyper::Response::new(http_body_util::StreamBody::new(chunks).boxed());
+    }
+    if path == "/hold" {
+        state.hold().await;
+    }
+    let body = json!({"backend": name, "version": format!("{:?}", req.version()), "uri": path});
+    hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from(body.to_string())).boxed())
 }
