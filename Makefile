@@ -1,34 +1,34 @@
 # gclb-operator: the two commands that matter are `make demo` and `make test` (see README.md).
 SHELL := /bin/bash
 CARGO ?= cargo
-# Test runner: nextest when installed (faster, per-test processes), else cargo test.
-NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
-.PHONY: demo test build deps crds bench bench-instructions lint fmt clean
+.PHONY: demo test build deps crds bench bench-instructions lint fmt clean mutants
 
 ## Build every binary (operator, gce-emulator, fake-kube-apiserver).
 build:
 	$(CARGO) build --workspace --bins
 
 ## Tools the tests drive as real clients: kubectl and gcloud (on the machine image), the Python
-## Compute client (pip). Installed here so a fresh machine can run `make test`.
+## Compute client (pip), openssl (the only client here that still offers TLS 1.0/1.1), and the
+## test runner cargo-nextest (its timeouts in .config/nextest.toml end hung tests). Installed here
+## so a fresh machine can run `make test`.
 deps:
 	@command -v kubectl >/dev/null || { echo "kubectl is required (see README.md)"; exit 1; }
 	@command -v gcloud >/dev/null || { echo "gcloud is required (see README.md)"; exit 1; }
 	@python3 -c 'import google.cloud.compute_v1' 2>/dev/null || python3 -m pip install -q 'google-cloud-compute==1.57.0'
+	@command -v openssl >/dev/null || { apt-get update -qq && apt-get install -y -qq openssl; } \
+	  || { echo "openssl is required by the TLS tests: apt-get install openssl"; exit 1; }
+	@$(CARGO) nextest --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-nextest
 
 ## Bring up the local Kubernetes API, the Compute emulator and the operator, apply
 ## docs/examples/, and send real requests through the emulated load balancer.
 demo: build
 	bash tests/demo.sh
 
-## Unit, integration and end-to-end tests (end-to-end tests need the binaries built first).
+## Unit, integration and end-to-end tests (end-to-end tests need the binaries built first), with
+## the timeouts of .config/nextest.toml. See docs/testing.md.
 test: deps build
-ifeq ($(NEXTEST),yes)
 	$(CARGO) nextest run --workspace --no-fail-fast
-else
-	$(CARGO) test --workspace --no-fail-fast
-endif
 
 ## Regenerate crds/*.yaml from the Rust types (a test fails when they drift).
 crds:
@@ -45,6 +45,18 @@ bench: build
 ## figures of `make bench` are not.
 bench-instructions:
 	bash fakes/gce-emulator/benches/instructions.sh
+
+## Mutation testing (cargo-mutants) of the code that decides what users get; hours long, so
+## niced and one job at a time (the machine is shared). Report and reading: docs/testing.md.
+## MUTANTS_ARGS adds arguments (e.g. `--in-diff changes.diff`, `--file src/sync/gc.rs`).
+MUTANTS_OUT ?= $(or $(CARGO_TARGET_DIR),target)/mutants
+mutants:
+	@$(CARGO) mutants --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-mutants
+	nice -n 15 $(CARGO) mutants -j 1 -p gclb-operator --output $(MUTANTS_OUT)/operator \
+	  --file 'src/translate/**' --file 'src/sync/**' --file 'src/readiness/**' $(MUTANTS_ARGS) -- --lib
+	nice -n 15 $(CARGO) mutants -j 1 -p gce-emulator --output $(MUTANTS_OUT)/emulator \
+	  --file 'fakes/gce-emulator/src/dataplane/url_map.rs' --file 'fakes/gce-emulator/src/dataplane/url_map/**' --file 'fakes/gce-emulator/src/validate.rs' \
+	  $(MUTANTS_ARGS) -- --lib --test dataplane_http --test control_invalid_input
 
 lint:
 	$(CARGO) fmt --all -- --check
