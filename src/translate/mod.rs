@@ -15,6 +15,7 @@ pub mod errors;
 pub mod firewall;
 pub mod frontend;
 pub mod health_check;
+pub mod hosts;
 pub mod namer;
 pub mod ownership;
 pub mod paths;

@@ -1,12 +1,23 @@
-//! Ingress rules -> the URL map (inventory §5; reference 001 "Ingress rules", "Hostname
-//! wildcards", "Multiple matches").
+//! Ingress rules -> the URL map (inventory §5; reference 001 "Ingress rules", "Path types",
+//! "Multiple matches", "Hostname wildcards"; docs/routing.md has the resulting table).
 //!
-//! - A rule without `host` matches every host (`*`); `*.foo.com` passes through, GCE matches
-//!   it like reference 001's table (one DNS label).
-//! - All rules for one host are **merged** into one path matcher (GKE keeps only the last
-//!   rule). When the same GCE path appears twice with different backends, the **last** one
-//!   wins (as GKE does inside one rule) and a Warning [`Finding`] names both fields.
-//! - Host rules are sorted by host; path rules keep Ingress order of first appearance.
+//! - Hosts: see [`super::hosts`] (`*` for none, lower-cased; single-label wildcards warn).
+//! - All rules for one host are **merged** into one path matcher (GKE keeps only the last rule).
+//! - Each Ingress path becomes GCE path patterns ([`gce_paths`]): `Exact /p` -> `/p`;
+//!   `Prefix /p` -> `/p` and `/p/*`; ImplementationSpecific as GKE reads it (GCE patterns).
+//!   GCE picks the longest matching pattern, which is Kubernetes' "longest path wins".
+//! - One pattern claimed by several paths: the winner does not depend on the order of rules or
+//!   paths: Exact before Prefix before ImplementationSpecific ("precedence is given to paths with
+//!   an exact path type over prefix path type"), then the lower backend service name. Exact over
+//!   Prefix on the same string is Kubernetes' own rule and silent; every other collision is a
+//!   Warning [`Finding`] naming both fields.
+//! - An exact pattern `/p/` and a wildcard `/p/*` with different backends both match `/p/`; the
+//!   Compute API reference only says "longest-path-first", so such a path matcher uses
+//!   `routeRules` instead of `pathRules`: every exact pattern as `fullPathMatch` first, then the
+//!   wildcards as `prefixMatch`, longest first, with priorities in that order. First match then
+//!   equals Kubernetes' precedence (the exact path is the longer one).
+//! - Output is sorted (hosts, patterns), so the same Ingress gives the same URL map whatever
+//!   order its rules and paths are in.
 //! - pathMatcher names are `host` + a hash of the host (see [`namer::path_matcher`]).
 
 use std::collections::BTreeMap;
@@ -14,6 +25,7 @@ use std::collections::BTreeMap;
 use google_cloud_compute_v1::model;
 use k8s_openapi::api::networking::v1::Ingress;
 
+use super::hosts;
 use super::paths::{gce_paths, PathError};
 use super::service_ports::{resolve_ingress_backend, ResolvedBackend};
 use super::{namer, ClusterSnapshot, Finding, ObjectKey, TranslateConfig, TranslateError};
@@ -26,14 +38,28 @@ pub struct UrlMapPlan<'a> {
     /// Service ports used by path rules, in order of first use (the default backend is not
     /// included).
     pub backends: Vec<ResolvedBackend<'a>>,
-    /// Path collisions.
+    /// Path collisions and wildcard hosts.
     pub findings: Vec<Finding>,
 }
 
-struct PathEntry {
-    path: String,
+/// One Ingress path's claim on a GCE path pattern.
+#[derive(Clone, Debug)]
+struct Claim {
+    /// 0 Exact, 1 Prefix, 2 ImplementationSpecific: the lower wins a shared pattern.
+    rank: u8,
+    /// Backend service name.
     backend: String,
+    /// `spec.rules[i].http.paths[j]`.
     field: String,
+}
+
+/// The rank of a pathType (see [`Claim::rank`]).
+fn rank(path_type: &str) -> u8 {
+    match path_type {
+        "Exact" => 0,
+        "Prefix" => 1,
+        _ => 2,
+    }
 }
 
 /// Builds the URL map `name` for `ingress`, with `default_service` (a backend-service
@@ -49,7 +75,8 @@ pub fn url_map<'a>(
     default_service: &str,
 ) -> Result<UrlMapPlan<'a>, TranslateError> {
     let key = ObjectKey::of(ingress);
-    let mut hosts: BTreeMap<String, Vec<PathEntry>> = BTreeMap::new();
+    // host -> GCE pattern -> claims
+    let mut hosts: BTreeMap<String, BTreeMap<String, Vec<Claim>>> = BTreeMap::new();
     let mut backends: Vec<ResolvedBackend<'a>> = Vec::new();
     let mut findings = Vec::new();
     let rules = ingress
@@ -58,21 +85,23 @@ pub fn url_map<'a>(
         .and_then(|s| s.rules.as_deref())
         .unwrap_or_default();
     for (i, rule) in rules.iter().enumerate() {
-        let host = rule
-            .host
-            .as_deref()
-            .filter(|h| !h.is_empty())
-            .unwrap_or("*");
+        let host = hosts::host_pattern(rule.host.as_deref());
+        if hosts::is_wildcard(&host) {
+            let warning = hosts::wildcard_warning(&key, &format!("spec.rules[{i}].host"), &host);
+            let seen = findings.iter().any(|f: &Finding| {
+                f.message.contains(&format!("{host:?}")) && f.message.contains("one DNS label")
+            });
+            if !seen {
+                findings.push(warning);
+            }
+        }
         let Some(http) = rule.http.as_ref() else {
             continue;
         };
         for (j, path) in http.paths.iter().enumerate() {
             let field = format!("spec.rules[{i}].http.paths[{j}]");
-            let gce = gce_paths(
-                Some(path.path_type.as_str()).filter(|t| !t.is_empty()),
-                path.path.as_deref(),
-            )
-            .map_err(|e| match e {
+            let path_type = Some(path.path_type.as_str()).filter(|t| !t.is_empty());
+            let gce = gce_paths(path_type, path.path.as_deref()).map_err(|e| match e {
                 PathError::Invalid(reason) => TranslateError::InvalidPath {
                     ingress: key.to_string(),
                     field: format!("{field}.path"),
@@ -100,34 +129,13 @@ pub fn url_map<'a>(
             if !backends.iter().any(|b| b.key == resolved.key) {
                 backends.push(resolved);
             }
-            let entries = hosts.entry(host.to_owned()).or_default();
+            let patterns = hosts.entry(host.clone()).or_default();
             for p in gce {
-                match entries.iter_mut().find(|e| e.path == p) {
-                    Some(existing) if existing.backend != bs_name => {
-                        // One warning per pair of Ingress paths, even when a Prefix path
-                        // collides on both of its GCE paths (`/foo` and `/foo/*`).
-                        let earlier = std::mem::replace(&mut existing.field, field.clone());
-                        existing.backend = bs_name.clone();
-                        let message = format!(
-                            "Ingress {key}: host {host:?} path {:?} is routed by both {earlier} and {field}; \
-                             {field} wins. Remove one of the two paths",
-                            path.path.as_deref().unwrap_or_default()
-                        );
-                        if !findings.iter().any(|f: &Finding| f.message == message) {
-                            findings.push(Finding {
-                                warning: true,
-                                reason: "Translate".to_owned(),
-                                message,
-                            });
-                        }
-                    }
-                    Some(_) => {}
-                    None => entries.push(PathEntry {
-                        path: p,
-                        backend: bs_name.clone(),
-                        field: field.clone(),
-                    }),
-                }
+                patterns.entry(p).or_default().push(Claim {
+                    rank: rank(path_type.unwrap_or("ImplementationSpecific")),
+                    backend: bs_name.clone(),
+                    field: field.clone(),
+                });
             }
         }
     }
@@ -136,7 +144,14 @@ pub fn url_map<'a>(
     um.name = Some(name.to_owned());
     um.description = Some(ingress_description(&key));
     um.default_service = Some(default_service.to_owned());
-    for (host, entries) in hosts {
+    for (host, patterns) in hosts {
+        let routes: BTreeMap<String, String> = patterns
+            .into_iter()
+            .map(|(pattern, claims)| {
+                let winner = settle(&key, &host, &pattern, claims, &mut findings);
+                (pattern, winner)
+            })
+            .collect();
         let matcher = namer::path_matcher(&host);
         let mut rule = model::HostRule::default();
         rule.hosts = vec![host];
@@ -145,15 +160,19 @@ pub fn url_map<'a>(
         let mut pm = model::PathMatcher::default();
         pm.name = Some(matcher);
         pm.default_service = Some(default_service.to_owned());
-        pm.path_rules = entries
-            .into_iter()
-            .map(|e| {
-                let mut pr = model::PathRule::default();
-                pr.paths = vec![e.path];
-                pr.service = Some(config.global_ref("backendServices", &e.backend));
-                pr
-            })
-            .collect();
+        let service = |backend: &str| config.global_ref("backendServices", backend);
+        if needs_route_rules(&routes) {
+            pm.route_rules = route_rules(&routes, service);
+        } else {
+            pm.path_rules = routes
+                .iter()
+                .map(|(pattern, backend)| {
+                    model::PathRule::new()
+                        .set_paths([pattern.clone()])
+                        .set_service(service(backend))
+                })
+                .collect();
+        }
         um.path_matchers.push(pm);
     }
     Ok(UrlMapPlan {
@@ -161,6 +180,84 @@ pub fn url_map<'a>(
         backends,
         findings,
     })
+}
+
+/// The backend that wins `pattern` among `claims` (see the module docs), with a Warning for
+/// each losing claim to a different backend, unless it is a Prefix losing to an Exact path of
+/// the same string (Kubernetes' own rule).
+fn settle(
+    key: &ObjectKey,
+    host: &str,
+    pattern: &str,
+    mut claims: Vec<Claim>,
+    findings: &mut Vec<Finding>,
+) -> String {
+    claims.sort_by(|a, b| (a.rank, &a.backend, &a.field).cmp(&(b.rank, &b.backend, &b.field)));
+    let winner = claims[0].clone();
+    for loser in &claims[1..] {
+        let exact_over_prefix = winner.rank == 0 && loser.rank == 1;
+        if loser.backend == winner.backend || exact_over_prefix {
+            continue;
+        }
+        // One warning per pair of Ingress paths, even when a Prefix path collides on both of
+        // its GCE paths (`/foo` and `/foo/*`).
+        let message = format!(
+            "Ingress {key}: host {host:?} path {pattern:?} is routed by both {} and {}; {} wins \
+             (Exact before Prefix before ImplementationSpecific, then the lower backend service \
+             name, whatever their order). Remove one of the two paths",
+            winner.field, loser.field, winner.field
+        );
+        let pair = |f: &Finding| {
+            f.message
+                .contains(&format!("both {} and {}", winner.field, loser.field))
+        };
+        if !findings.iter().any(pair) {
+            findings.push(Finding {
+                warning: true,
+                reason: "Translate".to_owned(),
+                message,
+            });
+        }
+    }
+    winner.backend
+}
+
+/// Whether the path matcher has an exact pattern `/p/` and a wildcard `/p/*` that send a
+/// request for `/p/` to different backends: then only route rules state which one wins.
+fn needs_route_rules(routes: &BTreeMap<String, String>) -> bool {
+    routes.iter().any(|(pattern, backend)| {
+        pattern.ends_with('/')
+            && routes
+                .get(&format!("{pattern}*"))
+                .is_some_and(|other| other != backend)
+    })
+}
+
+/// Route rules in first-match order: every exact pattern (`fullPathMatch`), then the wildcards
+/// (`prefixMatch` of the pattern without `*`), longest first; priorities 1, 2, ... in that order.
+fn route_rules(
+    routes: &BTreeMap<String, String>,
+    service: impl Fn(&str) -> String,
+) -> Vec<model::HttpRouteRule> {
+    let mut ordered: Vec<(&String, &String)> = routes.iter().collect();
+    ordered.sort_by_key(|(pattern, _)| match pattern.strip_suffix('*') {
+        None => (0, 0, pattern.as_str()),
+        Some(prefix) => (1, usize::MAX - prefix.len(), pattern.as_str()),
+    });
+    ordered
+        .into_iter()
+        .enumerate()
+        .map(|(i, (pattern, backend))| {
+            let matcher = match pattern.strip_suffix('*') {
+                None => model::HttpRouteRuleMatch::new().set_full_path_match(pattern.clone()),
+                Some(prefix) => model::HttpRouteRuleMatch::new().set_prefix_match(prefix),
+            };
+            model::HttpRouteRule::new()
+                .set_priority(i as i32 + 1)
+                .set_match_rules([matcher])
+                .set_service(service(backend))
+        })
+        .collect()
 }
 
 /// `{"kubernetes.io/ingress-name":"ns/name"}`, the description of per-Ingress resources.
