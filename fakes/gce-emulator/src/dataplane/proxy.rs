@@ -29,7 +29,9 @@ use crate::dataplane::coarse_timer::CoarseTimer;
 use crate::dataplane::compile::Frontend;
 use crate::dataplane::security_policy::Verdict;
 use crate::dataplane::upstream::{Upstream, UpstreamBody};
-use crate::dataplane::url_map::{redirect_location, rewrite_path, RequestView, RouteAction};
+use crate::dataplane::url_map::{
+    normalize_path, redirect_location, rewrite_path, RequestView, RouteAction,
+};
 
 /// Response body: the endpoint's streamed body or a local one.
 pub type Body = Either<UpstreamBody, Full<Bytes>>;
@@ -261,7 +263,9 @@ async fn forward(
         .unwrap_or("");
     let host = strip_port(host_full);
     let orig_uri = req.uri().clone();
-    let path = orig_uri.path();
+    // Routed and forwarded normalized (dot segments, unreserved escapes): see normalize_path.
+    let normalized = normalize_path(orig_uri.path());
+    let path: &str = &normalized;
     let query = orig_uri.query();
     let route = routing.route(&RequestView {
         host,
@@ -344,6 +348,13 @@ async fn forward(
             .host_rewrite
             .as_deref()
             .and_then(|h| HeaderValue::from_str(h).ok());
+    }
+    if let (None, std::borrow::Cow::Owned(p)) = (&rewritten, &normalized) {
+        let pq = match query {
+            Some(q) => format!("{p}?{q}"),
+            None => p.clone(),
+        };
+        rewritten = pq.parse().ok();
     }
     // Origin form (`/path?query`); upstream::send adds scheme and authority where its client
     // needs them. An origin-form request that was not rewritten keeps its URI as it is.

@@ -1,11 +1,17 @@
-//! `urlMaps`: host rules, path matchers and path rules, validated as the Compute reference
-//! describes (paths start with `/`; `*` only as the final `/*`; hosts may start with `*`; every
-//! host rule names an existing path matcher), plus `validate` and the url map's `tests`.
+//! `urlMaps`: host rules, path matchers, path rules and route rules, validated as the Compute
+//! API reference describes (paths start with `/`; `*` only as the final `/*`; hosts may start
+//! with `*`; every host rule names an existing path matcher; a path matcher has `pathRules` or
+//! `routeRules`, not both; route rule priorities are unique, 0..=2147483647; a match rule has
+//! exactly one path match and each header or query match exactly one kind; for the classic load
+//! balancer, backend services of scheme EXTERNAL, no `regexMatch`, `rangeMatch`, `headerAction`
+//! or route actions other than `urlRewrite`), plus `validate` and the URL map's `tests`, routed
+//! by the data plane's own matcher.
 
 use std::collections::HashSet;
 
 use serde_json::{json, Value};
 
+use crate::dataplane::url_map::{normalize_path, RequestView, RouteAction, UrlMapTable};
 use crate::errors::ApiError;
 use crate::resources::Prepare;
 use crate::snapshot::key_from_url;
@@ -61,11 +67,40 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
                     rule_action(cx, ro, &rp, "service")?;
                 }
             }
+            let has_path_rules = o
+                .get("pathRules")
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty());
             if let Some(rules) = validate::array_mut(o, &prefix, "routeRules")? {
+                if has_path_rules && !rules.is_empty() {
+                    return Err(ApiError::invalid_value(
+                        &format!("{prefix}.routeRules"),
+                        "",
+                        "Within a given pathMatcher, only one of pathRules or routeRules must be set.",
+                    ));
+                }
+                let mut priorities = HashSet::new();
                 for (j, rule) in rules.iter_mut().enumerate() {
                     let rp = format!("{prefix}.routeRules[{j}]");
                     let ro = as_obj(rule, &rp)?;
+                    if ro.get("priority").is_none() {
+                        return Err(ApiError::required(&format!("{rp}.priority")));
+                    }
                     validate::int_field(ro, &rp, "priority", 0, 2_147_483_647, None)?;
+                    let priority = ro["priority"].to_string();
+                    if !priorities.insert(priority.clone()) {
+                        return Err(ApiError::invalid_value(
+                            &format!("{rp}.priority"),
+                            &priority,
+                            "You cannot configure two or more routeRules with the same priority.",
+                        ));
+                    }
+                    if let Some(matches) = validate::array_mut(ro, &rp, "matchRules")? {
+                        for (k, m) in matches.iter_mut().enumerate() {
+                            let mp = format!("{rp}.matchRules[{k}]");
+                            match_rule(as_obj(m, &mp)?, &mp)?;
+                        }
+                    }
                     rule_action(cx, ro, &rp, "service")?;
                 }
             }
@@ -100,7 +135,202 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
             }
         }
     }
+    classic_limits(cx, r)?;
     run_tests(r)
+}
+
+/// Exactly one of `kinds` set in `o` (a string, or any value for `rangeMatch`/`presentMatch`).
+fn exactly_one(o: &Obj, prefix: &str, kinds: &[&str]) -> Result<(), ApiError> {
+    let set: Vec<&&str> = kinds
+        .iter()
+        .filter(|k| o.get(**k).is_some_and(|v| !v.is_null()))
+        .collect();
+    if set.len() == 1 {
+        return Ok(());
+    }
+    Err(ApiError::invalid_value(
+        prefix,
+        &set.iter()
+            .map(|k| k.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        &format!("Exactly one of {} must be set.", kinds.join(", ")),
+    ))
+}
+
+/// `HttpRouteRuleMatch`: one of prefixMatch, fullPathMatch, regexMatch, pathTemplateMatch;
+/// prefix and full paths start with `/` and are 1 to 1024 characters; no ignoreCase with a
+/// regexMatch; each header match names a header and sets one kind; each query match names a
+/// parameter and sets one of presentMatch, exactMatch, regexMatch.
+fn match_rule(m: &mut Obj, mp: &str) -> Result<(), ApiError> {
+    exactly_one(
+        m,
+        mp,
+        &[
+            "prefixMatch",
+            "fullPathMatch",
+            "regexMatch",
+            "pathTemplateMatch",
+        ],
+    )?;
+    for k in ["prefixMatch", "fullPathMatch", "pathTemplateMatch"] {
+        if let Some(v) = validate::opt_str(m, mp, k)? {
+            if !v.starts_with('/') || v.len() > 1024 {
+                return Err(ApiError::invalid_value(
+                    &validate::path(mp, k),
+                    v,
+                    "Must start with '/' and be 1 to 1024 characters.",
+                ));
+            }
+        }
+    }
+    validate::bool_field(m, mp, "ignoreCase", None)?;
+    if m.get("regexMatch").is_some() && m.get("ignoreCase").is_some_and(|v| v == true) {
+        return Err(ApiError::invalid_value(
+            &validate::path(mp, "ignoreCase"),
+            "true",
+            "ignoreCase must not be used with regexMatch.",
+        ));
+    }
+    if let Some(hms) = validate::array_mut(m, mp, "headerMatches")? {
+        for (i, h) in hms.iter_mut().enumerate() {
+            let hp = format!("{mp}.headerMatches[{i}]");
+            let ho = as_obj(h, &hp)?;
+            validate::req_str(ho, &hp, "headerName")?;
+            exactly_one(
+                ho,
+                &hp,
+                &[
+                    "exactMatch",
+                    "prefixMatch",
+                    "suffixMatch",
+                    "regexMatch",
+                    "presentMatch",
+                    "rangeMatch",
+                ],
+            )?;
+        }
+    }
+    if let Some(qms) = validate::array_mut(m, mp, "queryParameterMatches")? {
+        for (i, q) in qms.iter_mut().enumerate() {
+            let qp = format!("{mp}.queryParameterMatches[{i}]");
+            let qo = as_obj(q, &qp)?;
+            validate::req_str(qo, &qp, "name")?;
+            exactly_one(qo, &qp, &["presentMatch", "exactMatch", "regexMatch"])?;
+        }
+    }
+    Ok(())
+}
+
+/// The classic Application Load Balancer (backend services of loadBalancingScheme EXTERNAL, the
+/// default): regular expressions "can only be used when the loadBalancingScheme is set to
+/// INTERNAL_SELF_MANAGED, EXTERNAL_MANAGED (regional scope) or INTERNAL_MANAGED"; rangeMatch and
+/// headerAction are "not supported for load balancers that have loadBalancingScheme set to
+/// EXTERNAL"; and its URL maps "only support the urlRewrite action" in a route action (Compute
+/// API reference: HttpHeaderMatch, HttpRouteRuleMatch, HttpQueryParameterMatch, HttpRouteRule).
+fn classic_limits(cx: &Prepare<'_>, r: &Obj) -> Result<(), ApiError> {
+    let um = Value::Object(r.clone());
+    let mut services = Vec::new();
+    collect_services(&um, &mut services);
+    let classic = services.iter().any(|url| {
+        key_from_url(url)
+            .and_then(|k| cx.state.resources.get(&k))
+            .is_some_and(|bs| {
+                bs.get("loadBalancingScheme")
+                    .and_then(Value::as_str)
+                    .unwrap_or("EXTERNAL")
+                    == "EXTERNAL"
+            })
+    });
+    if !classic {
+        return Ok(());
+    }
+    let refuse = |field: String, what: &str| {
+        Err(ApiError::invalid_value(
+            &field,
+            what,
+            &format!("{what} is not supported for load balancers that have loadBalancingScheme set to EXTERNAL (the classic Application Load Balancer)."),
+        ))
+    };
+    for (i, pm) in um["pathMatchers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let prefix = format!("resource.pathMatchers[{i}]");
+        for (key, rules) in [
+            ("routeRules", &pm["routeRules"]),
+            ("pathRules", &pm["pathRules"]),
+        ] {
+            for (j, rule) in rules.as_array().into_iter().flatten().enumerate() {
+                let rp = format!("{prefix}.{key}[{j}]");
+                if rule.get("headerAction").is_some() {
+                    return refuse(format!("{rp}.headerAction"), "headerAction");
+                }
+                if let Some(ra) = rule.get("routeAction").and_then(Value::as_object) {
+                    if let Some(other) = ra.keys().find(|k| k.as_str() != "urlRewrite") {
+                        return refuse(format!("{rp}.routeAction.{other}"), other);
+                    }
+                }
+                for (k, m) in rule["matchRules"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    let mp = format!("{rp}.matchRules[{k}]");
+                    if m.get("regexMatch").is_some() {
+                        return refuse(format!("{mp}.regexMatch"), "regexMatch");
+                    }
+                    for (h, hm) in m["headerMatches"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .enumerate()
+                    {
+                        for what in ["regexMatch", "rangeMatch"] {
+                            if hm.get(what).is_some() {
+                                return refuse(format!("{mp}.headerMatches[{h}].{what}"), what);
+                            }
+                        }
+                    }
+                    for (q, qm) in m["queryParameterMatches"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .enumerate()
+                    {
+                        if qm.get("regexMatch").is_some() {
+                            return refuse(
+                                format!("{mp}.queryParameterMatches[{q}].regexMatch"),
+                                "regexMatch",
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every backend service URL the URL map names (default, path and route rules, weighted).
+fn collect_services(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                match (k.as_str(), x) {
+                    ("defaultService" | "service" | "backendService", Value::String(s)) => {
+                        out.push(s.clone())
+                    }
+                    _ => collect_services(x, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_services(x, out)),
+        _ => {}
+    }
 }
 
 fn as_obj<'a>(v: &'a mut Value, prefix: &str) -> Result<&'a mut Obj, ApiError> {
@@ -234,70 +464,34 @@ pub fn check_host(field: &str, h: &str) -> Result<(), ApiError> {
     }
 }
 
-/// The backend service a request for `host` and `path` goes to: the host rule (exact host first,
-/// then the longest matching wildcard), then the path matcher's longest matching path rule,
-/// else the default service. `None` when the match ends in a redirect or route action.
+/// The backend service a request for `host` and `path` goes to, decided by the data plane's
+/// own matcher ([`UrlMapTable`]), so a URL map's `tests` pass exactly when real requests route
+/// that way. `None` when the match ends in a redirect, or the URL map does not compile.
 pub fn route(um: &Value, host: &str, path: &str) -> Option<String> {
+    let mut services: Vec<String> = Vec::new();
+    let table = UrlMapTable::compile(um, &mut |url: &str| {
+        let i = services.iter().position(|s| s == url).unwrap_or_else(|| {
+            services.push(url.to_string());
+            services.len() - 1
+        });
+        Ok(i)
+    })
+    .ok()?;
+    let headers = http::HeaderMap::new();
+    let (path, query) = path
+        .split_once('?')
+        .map_or((path, None), |(p, q)| (p, Some(q)));
     let host = host.split(':').next().unwrap_or(host);
-    let mut best: Option<(usize, &str)> = None;
-    for hr in um["hostRules"].as_array().into_iter().flatten() {
-        for h in hr["hosts"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-        {
-            let h = h.split(':').next().unwrap_or(h);
-            let score = if h == host {
-                Some(usize::MAX)
-            } else if h == "*" {
-                Some(0)
-            } else if let Some(suffix) = h.strip_prefix('*') {
-                host.ends_with(suffix).then_some(suffix.len())
-            } else {
-                None
-            };
-            if let (Some(s), Some(pm)) = (score, hr["pathMatcher"].as_str()) {
-                if best.is_none_or(|(b, _)| s > b) {
-                    best = Some((s, pm));
-                }
-            }
-        }
-    }
-    let Some((_, pm_name)) = best else {
-        return um["defaultService"].as_str().map(str::to_string);
-    };
-    let pm = um["pathMatchers"]
-        .as_array()?
-        .iter()
-        .find(|pm| pm["name"] == pm_name)?;
-    let mut best_rule: Option<(usize, &Value)> = None;
-    for rule in pm["pathRules"].as_array().into_iter().flatten() {
-        for p in rule["paths"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-        {
-            let len = match p.strip_suffix('*') {
-                Some(prefix)
-                    if path.starts_with(prefix) || path == prefix.trim_end_matches('/') =>
-                {
-                    Some(prefix.len())
-                }
-                None if p == path => Some(usize::MAX),
-                _ => None,
-            };
-            if let Some(l) = len {
-                if best_rule.is_none_or(|(b, _)| l > b) {
-                    best_rule = Some((l, rule));
-                }
-            }
-        }
-    }
-    match best_rule {
-        Some((_, rule)) => rule["service"].as_str().map(str::to_string),
-        None => pm["defaultService"].as_str().map(str::to_string),
+    let path = normalize_path(path);
+    let route = table.route(&RequestView {
+        host,
+        path: &path,
+        query,
+        headers: &headers,
+    });
+    match route.action {
+        RouteAction::Forward(f) => services.get(f.pick(0)).cloned(),
+        _ => None,
     }
 }
 

@@ -1,0 +1,146 @@
+//! Route rules (`pathMatchers[].routeRules`): evaluated in ascending `priority`; a rule matches
+//! when any of its `matchRules` does; a match rule needs its path match and all of its header
+//! and query parameter matches.
+
+use regex::Regex;
+use serde_json::Value;
+
+use super::{arr, s, Compiler, HeaderMatch, QueryMatch, RequestView, Target, UrlMapError};
+
+#[derive(Debug)]
+pub(super) enum PathMatch {
+    Prefix(String),
+    Full(String),
+    Regex(Regex),
+}
+
+#[derive(Debug)]
+pub(super) struct MatchRule {
+    pub(super) path: Option<PathMatch>,
+    pub(super) ignore_case: bool,
+    pub(super) headers: Vec<HeaderMatch>,
+    pub(super) query: Vec<QueryMatch>,
+}
+
+#[derive(Debug)]
+pub(super) struct RouteRule {
+    pub(super) priority: i64,
+    pub(super) match_rules: Vec<MatchRule>,
+    pub(super) target: Target,
+}
+
+impl Compiler<'_, '_> {
+    pub(super) fn match_rule(&self, v: &Value, field: &str) -> Result<MatchRule, UrlMapError> {
+        let ignore_case = v
+            .get("ignoreCase")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let path = if let Some(p) = s(v, "prefixMatch") {
+            Some(PathMatch::Prefix(if ignore_case {
+                p.to_lowercase()
+            } else {
+                p.to_string()
+            }))
+        } else if let Some(p) = s(v, "fullPathMatch") {
+            Some(PathMatch::Full(if ignore_case {
+                p.to_lowercase()
+            } else {
+                p.to_string()
+            }))
+        } else if let Some(p) = s(v, "regexMatch") {
+            Some(PathMatch::Regex(self.regex(
+                format!("{field}.regexMatch"),
+                p,
+                ignore_case,
+            )?))
+        } else {
+            None
+        };
+        let mut headers = Vec::new();
+        for (i, h) in arr(v, "headerMatches").iter().enumerate() {
+            let Some(name) =
+                s(h, "headerName").and_then(|n| http::HeaderName::from_bytes(n.as_bytes()).ok())
+            else {
+                continue;
+            };
+            headers.push(HeaderMatch {
+                name,
+                matcher: self.string_match(h, &format!("{field}.headerMatches[{i}]"))?,
+                invert: h
+                    .get("invertMatch")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            });
+        }
+        let mut query = Vec::new();
+        for (i, q) in arr(v, "queryParameterMatches").iter().enumerate() {
+            let Some(name) = s(q, "name") else { continue };
+            query.push(QueryMatch {
+                name: name.to_string(),
+                matcher: self.string_match(q, &format!("{field}.queryParameterMatches[{i}]"))?,
+            });
+        }
+        Ok(MatchRule {
+            path,
+            ignore_case,
+            headers,
+            query,
+        })
+    }
+}
+
+impl MatchRule {
+    pub(super) fn matches(&self, req: &RequestView<'_>) -> bool {
+        let path_ok = match &self.path {
+            None => true,
+            Some(PathMatch::Regex(r)) => r.is_match(req.path),
+            Some(PathMatch::Prefix(p)) if self.ignore_case => {
+                req.path.len() >= p.len()
+                    && req.path.is_char_boundary(p.len())
+                    && req.path[..p.len()].eq_ignore_ascii_case(p)
+            }
+            Some(PathMatch::Prefix(p)) => req.path.starts_with(p.as_str()),
+            Some(PathMatch::Full(p)) if self.ignore_case => req.path.eq_ignore_ascii_case(p),
+            Some(PathMatch::Full(p)) => req.path == p,
+        };
+        if !path_ok {
+            return false;
+        }
+        for h in &self.headers {
+            // Multiple values are matched joined by commas, as HTTP defines their combination.
+            let mut values = req
+                .headers
+                .get_all(&h.name)
+                .iter()
+                .filter_map(|v| v.to_str().ok());
+            let first = values.next();
+            let joined;
+            let value = match (first, values.next()) {
+                (Some(a), Some(b)) => {
+                    let mut j = format!("{a},{b}");
+                    for v in values {
+                        j.push(',');
+                        j.push_str(v);
+                    }
+                    joined = j;
+                    Some(joined.as_str())
+                }
+                (a, _) => a,
+            };
+            if h.matcher.matches(value) == h.invert {
+                return false;
+            }
+        }
+        for q in &self.query {
+            let value = req.query.and_then(|qs| {
+                url::form_urlencoded::parse(qs.as_bytes())
+                    .find(|(k, _)| k == q.name.as_str())
+                    .map(|(_, v)| v)
+            });
+            if !q.matcher.matches(value.as_deref()) {
+                return false;
+            }
+        }
+        true
+    }
+}

@@ -1,0 +1,273 @@
+//! Unit tests of URL map compilation and routing.
+
+use super::*;
+use http::HeaderMap;
+use serde_json::json;
+use serde_json::Value;
+
+fn table(v: Value) -> UrlMapTable {
+    UrlMapTable::compile(&v, &mut |url: &str| {
+        url.rsplit('/')
+            .next()
+            .and_then(|n| n.strip_prefix("bs"))
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("unknown {url}"))
+    })
+    .unwrap()
+}
+
+fn route(
+    t: &UrlMapTable,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    query: Option<&str>,
+) -> (String, String) {
+    let mut h = HeaderMap::new();
+    for (k, v) in headers {
+        h.append(
+            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
+    }
+    let r = t.route(&RequestView {
+        host,
+        path,
+        query,
+        headers: &h,
+    });
+    let a = match r.action {
+        RouteAction::Forward(f) => format!("bs{}", f.services[0].0),
+        RouteAction::Redirect(rd) => format!(
+            "redirect {}",
+            redirect_location(rd, "http", host, path, query, r.matched_prefix)
+        ),
+        RouteAction::Unavailable(e) => e.clone(),
+    };
+    (a, r.rule.to_string())
+}
+
+fn bs(n: u32) -> String {
+    format!("https://x/compute/v1/projects/p/global/backendServices/bs{n}")
+}
+
+#[test]
+fn hosts_exact_wildcard_any_and_default() {
+    let t = table(json!({
+        "name": "um", "defaultService": bs(0),
+        "hostRules": [
+            {"hosts": ["shop.example"], "pathMatcher": "a"},
+            {"hosts": ["*.example"], "pathMatcher": "b"},
+            {"hosts": ["*.api.example"], "pathMatcher": "c"},
+        ],
+        "pathMatchers": [
+            {"name": "a", "defaultService": bs(1)},
+            {"name": "b", "defaultService": bs(2)},
+            {"name": "c", "defaultService": bs(3)},
+        ]
+    }));
+    assert_eq!(route(&t, "shop.example", "/", &[], None).0, "bs1");
+    assert_eq!(route(&t, "SHOP.example", "/", &[], None).0, "bs1");
+    assert_eq!(route(&t, "x.example", "/", &[], None).0, "bs2");
+    assert_eq!(route(&t, "v1.api.example", "/", &[], None).0, "bs3");
+    assert_eq!(route(&t, "example", "/", &[], None).0, "bs0");
+    assert_eq!(
+        route(&t, "other.test", "/", &[], None),
+        ("bs0".into(), "defaultService".into())
+    );
+    let t2 = table(
+        json!({"defaultService": bs(0), "hostRules": [{"hosts": ["*"], "pathMatcher": "a"}],
+        "pathMatchers": [{"name": "a", "defaultService": bs(4)}]}),
+    );
+    assert_eq!(route(&t2, "anything", "/", &[], None).0, "bs4");
+}
+
+#[test]
+fn path_rules_longest_match_and_matcher_default() {
+    let t = table(json!({
+        "defaultService": bs(0),
+        "hostRules": [{"hosts": ["h"], "pathMatcher": "m"}],
+        "pathMatchers": [{"name": "m", "defaultService": bs(9), "pathRules": [
+            {"paths": ["/a/*"], "service": bs(1)},
+            {"paths": ["/a/b/*"], "service": bs(2)},
+            {"paths": ["/a/b/c"], "service": bs(3)},
+            {"paths": ["/a"], "service": bs(4)},
+        ]}]
+    }));
+    assert_eq!(route(&t, "h", "/a/x", &[], None).0, "bs1");
+    assert_eq!(route(&t, "h", "/a/", &[], None).0, "bs1");
+    assert_eq!(route(&t, "h", "/a/b/x", &[], None).0, "bs2");
+    assert_eq!(
+        route(&t, "h", "/a/b/c", &[], None),
+        ("bs3".into(), "pathMatchers[m].pathRules[2]".into())
+    );
+    assert_eq!(route(&t, "h", "/a", &[], None).0, "bs4");
+    assert_eq!(
+        route(&t, "h", "/ab", &[], None),
+        ("bs9".into(), "pathMatchers[m].defaultService".into())
+    );
+}
+
+#[test]
+fn route_rules_by_priority_with_regex_header_and_query() {
+    let t = table(json!({
+        "defaultService": bs(0),
+        "hostRules": [{"hosts": ["*"], "pathMatcher": "m"}],
+        "pathMatchers": [{"name": "m", "defaultService": bs(9), "routeRules": [
+            {"priority": 10, "matchRules": [{"prefixMatch": "/", "headerMatches": [{"headerName": "x-canary", "exactMatch": "1"}]}], "service": bs(1)},
+            {"priority": 5, "matchRules": [{"regexMatch": "/items/[0-9]+"}], "service": bs(2)},
+            {"priority": 20, "matchRules": [{"fullPathMatch": "/q", "queryParameterMatches": [{"name": "v", "exactMatch": "2"}]}], "service": bs(3)},
+            {"priority": 30, "matchRules": [{"prefixMatch": "/", "headerMatches": [{"headerName": "x-user", "presentMatch": true, "invertMatch": true}]}], "service": bs(4)},
+        ]}]
+    }));
+    assert_eq!(
+        route(&t, "h", "/items/12", &[("x-canary", "1")], None).0,
+        "bs2"
+    );
+    assert_eq!(
+        route(
+            &t,
+            "h",
+            "/items/x",
+            &[("x-canary", "1"), ("x-user", "u")],
+            None
+        )
+        .0,
+        "bs1"
+    );
+    assert_eq!(
+        route(&t, "h", "/q", &[("x-user", "u")], Some("a=1&v=2")).0,
+        "bs3"
+    );
+    assert_eq!(
+        route(&t, "h", "/q", &[("x-user", "u")], Some("v=3")).0,
+        "bs9"
+    );
+    assert_eq!(route(&t, "h", "/z", &[], None).0, "bs4");
+}
+
+#[test]
+fn redirects_and_rewrites() {
+    let t = table(json!({
+        "defaultUrlRedirect": {"httpsRedirect": true, "redirectResponseCode": "PERMANENT_REDIRECT"},
+        "hostRules": [{"hosts": ["h"], "pathMatcher": "m"}],
+        "pathMatchers": [{"name": "m", "defaultService": bs(1), "pathRules": [
+            {"paths": ["/old/*"], "urlRedirect": {"prefixRedirect": "/new/", "redirectResponseCode": "FOUND", "stripQuery": true}},
+            {"paths": ["/go"], "urlRedirect": {"hostRedirect": "other", "pathRedirect": "/landing", "redirectResponseCode": "SEE_OTHER"}},
+            {"paths": ["/api/*"], "service": bs(2), "routeAction": {"urlRewrite": {"pathPrefixRewrite": "/v2/", "hostRewrite": "backend"}}},
+        ]}]
+    }));
+    assert_eq!(
+        route(&t, "x", "/p", &[], Some("a=1")).0,
+        "redirect https://x/p?a=1"
+    );
+    assert_eq!(
+        route(&t, "h", "/old/a/b", &[], Some("a=1")).0,
+        "redirect http://h/new/a/b"
+    );
+    assert_eq!(
+        route(&t, "h", "/go", &[], Some("a=1")).0,
+        "redirect http://other/landing?a=1"
+    );
+    let mut hm = HeaderMap::new();
+    hm.insert("a", "b".parse().unwrap());
+    let r = t.route(&RequestView {
+        host: "h",
+        path: "/api/items",
+        query: None,
+        headers: &hm,
+    });
+    let RouteAction::Forward(f) = r.action else {
+        panic!("forward expected")
+    };
+    let rw = f.rewrite.as_ref().unwrap();
+    assert_eq!(
+        rewrite_path(
+            rw.path_prefix_rewrite.as_deref().unwrap(),
+            "/api/items",
+            r.matched_prefix
+        ),
+        "/v2/items"
+    );
+    assert_eq!(rw.host_rewrite.as_deref(), Some("backend"));
+    for (code, want) in [
+        ("MOVED_PERMANENTLY_DEFAULT", 301),
+        ("FOUND", 302),
+        ("SEE_OTHER", 303),
+        ("TEMPORARY_REDIRECT", 307),
+        ("PERMANENT_REDIRECT", 308),
+    ] {
+        assert_eq!(redirect_status(Some(code)), want);
+    }
+}
+
+#[test]
+fn errors_name_the_field() {
+    let v = json!({"defaultService": bs(0), "pathMatchers": [{"name": "m", "defaultService": bs(0),
+        "routeRules": [{"priority": 1, "matchRules": [{"regexMatch": "("}], "service": bs(0)}]}]});
+    let e = UrlMapTable::compile(&v, &mut |_: &str| Ok(0))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("routeRules[0].matchRules[0].regexMatch"), "{e}");
+    let v = json!({"defaultService": bs(0), "hostRules": [{"hosts": ["a"], "pathMatcher": "zz"}]});
+    let e = UrlMapTable::compile(&v, &mut |_: &str| Ok(0))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("hostRules[0].pathMatcher"), "{e}");
+}
+
+#[test]
+fn weighted_pick_follows_weights() {
+    let f = Forward {
+        services: vec![(0, 1), (1, 3)],
+        total_weight: 4,
+        rewrite: None,
+    };
+    let picks: Vec<usize> = (0..4).map(|r| f.pick(r)).collect();
+    assert_eq!(picks, vec![0, 1, 1, 1]);
+}
+
+#[test]
+fn wildcard_hosts_match_any_number_of_labels_of_the_allowed_characters() {
+    let t = table(json!({
+        "defaultService": bs(0),
+        "hostRules": [
+            {"hosts": ["*.foo.com"], "pathMatcher": "w"},
+            {"hosts": ["exact.example:8080"], "pathMatcher": "e"},
+        ],
+        "pathMatchers": [
+            {"name": "w", "defaultService": bs(1)},
+            {"name": "e", "defaultService": bs(2)},
+        ]
+    }));
+    assert_eq!(route(&t, "bar.foo.com", "/", &[], None).0, "bs1");
+    // The Compute API's `*` matches any string of [a-z0-9-.]: deeper names too.
+    assert_eq!(route(&t, "baz.bar.foo.com", "/", &[], None).0, "bs1");
+    assert_eq!(route(&t, "foo.com", "/", &[], None).0, "bs0");
+    assert_eq!(route(&t, "under_score.foo.com", "/", &[], None).0, "bs0");
+    assert_eq!(route(&t, "exact.example", "/", &[], None).0, "bs2");
+}
+
+#[test]
+fn paths_are_normalized_per_rfc_3986() {
+    for (raw, want) in [
+        ("/plain/path", "/plain/path"),
+        ("/a/./b/../c", "/a/c"),
+        ("/a/b/..", "/a/"),
+        ("/a/b/.", "/a/b/"),
+        ("/../../x", "/x"),
+        ("/%7Euser/%2e%2E/admin", "/admin"),
+        ("/a%2Fb", "/a%2Fb"),
+        ("/a%2fb", "/a%2Fb"),
+        ("/%41%42c", "/ABc"),
+        ("/a//b", "/a//b"),
+        ("/100%", "/100%"),
+        ("/public/..%2Fadmin", "/public/..%2Fadmin"),
+    ] {
+        assert_eq!(normalize_path(raw), want, "{raw}");
+    }
+    assert!(matches!(
+        normalize_path("/no/change"),
+        std::borrow::Cow::Borrowed(_)
+    ));
+}
