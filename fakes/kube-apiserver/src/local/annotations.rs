@@ -24,6 +24,10 @@ pub const TLS_PORTS: &str = "local.gclb-operator.dev/tls-ports";
 /// `terminationGracePeriodSeconds` has passed since deletion, like an application that ignores
 /// SIGTERM and gets SIGKILL. `exit`: stops serving at once.
 pub const ON_SIGTERM: &str = "local.gclb-operator.dev/on-sigterm";
+/// `local.gclb-operator.dev/grpc-health`: `NOT_SERVING` makes the Pod's gRPC health service
+/// (`grpc.health.v1.Health/Check`) answer NOT_SERVING for the server (`""`) and for
+/// `gclb.echo.v1.Echo`; any other value (or none) answers SERVING.
+pub const GRPC_HEALTH: &str = "local.gclb-operator.dev/grpc-health";
 
 /// What a Pod runs, from [`RUN`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +62,8 @@ pub struct PodControls {
     pub stopped: bool,
     /// Stop serving right after the preStop hook instead of at the end of the grace period.
     pub exit_on_sigterm: bool,
+    /// The gRPC health service answers NOT_SERVING.
+    pub grpc_not_serving: bool,
 }
 
 impl PodControls {
@@ -80,6 +86,9 @@ impl PodControls {
                 .get(STOPPED)
                 .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
             exit_on_sigterm: a.get(ON_SIGTERM).is_some_and(|v| v.trim() == "exit"),
+            grpc_not_serving: a
+                .get(GRPC_HEALTH)
+                .is_some_and(|v| v.trim() == "NOT_SERVING"),
         }
     }
 
@@ -140,10 +149,11 @@ mod tests {
             (LATENCY_MS, "250"),
             (STOPPED, "True"),
             (ON_SIGTERM, "exit"),
+            (GRPC_HEALTH, "NOT_SERVING"),
         ])));
         assert!(c.fails("/healthz") && c.fails("/") && !c.fails("/other"));
         assert_eq!(c.latency, Duration::from_millis(250));
-        assert!(c.stopped && c.exit_on_sigterm);
+        assert!(c.stopped && c.exit_on_sigterm && c.grpc_not_serving);
     }
 
     #[test]

@@ -8,6 +8,10 @@
 //! on `/healthz`. Both obey the live [`PodControls`] (fail paths with 500, added latency,
 //! stopped = listener closed so connections are refused) and the per-request query parameters
 //! `sleep_ms=N` (delay N ms) and `status=N` (answer with status N).
+//!
+//! Requests with `content-type: application/grpc*` go to the gRPC services instead (see
+//! [`grpc`]): the echo service `gclb.echo.v1.Echo` and the health service
+//! `grpc.health.v1.Health`, on every port and in both run modes.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -17,7 +21,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::{TcpListener, TcpSocket};
@@ -26,6 +30,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::annotations::{PodControls, RunMode};
+
+pub mod grpc;
+pub mod grpc_client;
 
 /// Errors of the echo server.
 #[derive(Debug, thiserror::Error)]
@@ -149,6 +156,20 @@ async fn serve(
     shutdown: CancellationToken,
 ) {
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    let reporter = tonic_health::server::HealthReporter::new();
+    let grpc = Arc::new(GrpcServices {
+        echo: grpc::pb::echo_server::EchoServer::new(grpc::EchoService::new(
+            identity.clone(),
+            controls.clone(),
+        )),
+        health: tonic_health::pb::health_server::HealthServer::new(
+            tonic_health::server::HealthService::from_health_reporter(reporter.clone()),
+        ),
+    });
+    let _health = AbortOnDrop(tokio::spawn(grpc::follow_health(
+        reporter,
+        controls.clone(),
+    )));
     let mut listener = Some(first_listener);
     loop {
         // While stopped, no listener exists: connections are refused.
@@ -183,7 +204,7 @@ async fn serve(
                 accepted = current.accept() => {
                     let Ok((stream, _peer)) = accepted else { continue };
                     let _ = stream.set_nodelay(true);
-                    let ctx = Arc::new(Ctx { identity: identity.clone(), port: addr.port(), controls: controls.clone() });
+                    let ctx = Arc::new(Ctx { identity: identity.clone(), port: addr.port(), controls: controls.clone(), grpc: grpc.clone() });
                     tokio::spawn(connection(stream, acceptor.clone(), ctx, epoch.clone()));
                 }
             }
@@ -197,6 +218,46 @@ struct Ctx {
     identity: Arc<PodIdentity>,
     port: u16,
     controls: watch::Receiver<PodControls>,
+    grpc: Arc<GrpcServices>,
+}
+
+/// The gRPC services of one port.
+struct GrpcServices {
+    echo: grpc::pb::echo_server::EchoServer<grpc::EchoService>,
+    health: tonic_health::pb::health_server::HealthServer<tonic_health::server::HealthService>,
+}
+
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A response body: the JSON echo's, or a gRPC service's.
+type EchoBody = Either<Full<Bytes>, tonic::body::Body>;
+
+/// Routes a request: gRPC by `content-type` to the service its path names (UNIMPLEMENTED for
+/// others), anything else to the HTTP echo.
+async fn route(req: Request<Incoming>, ctx: Arc<Ctx>) -> Result<Response<EchoBody>, Infallible> {
+    use tower::ServiceExt;
+    let is_grpc = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+    if !is_grpc {
+        return handle(req, ctx).await.map(|r| r.map(Either::Left));
+    }
+    let path = req.uri().path();
+    let resp = if path.starts_with("/gclb.echo.v1.Echo/") {
+        ctx.grpc.echo.clone().oneshot(req).await
+    } else if path.starts_with("/grpc.health.v1.Health/") {
+        ctx.grpc.health.clone().oneshot(req).await
+    } else {
+        Ok(tonic::Status::unimplemented(format!("no gRPC service serves {path}")).into_http())
+    };
+    Ok(resp.unwrap_or_else(|e| match e {}).map(Either::Right))
 }
 
 async fn connection(
@@ -205,7 +266,7 @@ async fn connection(
     ctx: Arc<Ctx>,
     cancel: CancellationToken,
 ) {
-    let service = hyper::service::service_fn(move |req| handle(req, ctx.clone()));
+    let service = hyper::service::service_fn(move |req| route(req, ctx.clone()));
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     let served = async {
         match acceptor {
