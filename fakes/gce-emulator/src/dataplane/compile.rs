@@ -44,6 +44,9 @@ pub struct Frontend {
     /// TLS for targetHttpsProxies: the server configuration, or why there is none (handshakes
     /// are then refused). `None` for targetHttpProxies.
     pub tls: Option<Result<Arc<ServerConfig>, String>>,
+    /// `quicOverride: ENABLE` on the target HTTPS proxy: HTTP/3 is served on the rule's UDP
+    /// port and advertised with `Alt-Svc` (quic.rs).
+    pub quic: bool,
     /// Per-rule metrics.
     pub metrics: RequestMetrics,
 }
@@ -355,6 +358,7 @@ pub fn compile(snap: &Snapshot, carry: &mut Carry, metrics: &Metrics) -> Compile
             url_map,
             routing,
             services: services.clone(),
+            quic: https && str_field(proxy, "quicOverride") == Some("ENABLE"),
             tls,
             metrics: metrics.for_rule(k),
         };

@@ -5,7 +5,9 @@
 //! - Probe types: HTTP, HTTPS, HTTP2 (GET `requestPath` with `Host` = `host` or the endpoint
 //!   address, success = status 200 and, when `response` is set, a body starting with it), TCP
 //!   (connect; with `request`/`response` the reply must start with `response`) and SSL (TLS
-//!   handshake). TLS probes do not verify certificates, like Google's probers.
+//!   handshake), GRPC and GRPC_WITH_TLS (`grpc.health.v1.Health/Check` for `grpcServiceName`,
+//!   success = SERVING; grpc_health.rs). TLS probes do not verify certificates, like Google's
+//!   probers.
 //! - Port: `portSpecification: USE_SERVING_PORT` (and no port at all, as for NEG backends) probes
 //!   the endpoint's port; `USE_FIXED_PORT` or a bare `port` probes that port.
 //! - New endpoints start UNHEALTHY and become HEALTHY after `healthyThreshold` consecutive
@@ -28,6 +30,7 @@ use tokio::net::TcpStream;
 use tokio::task::AbortHandle;
 
 use crate::dataplane::backend_service::Endpoint;
+use crate::dataplane::grpc_health;
 use crate::dataplane::metrics::Metrics;
 use crate::dataplane::upstream;
 use crate::health_state::{HealthKey, HealthState, HealthTable};
@@ -46,6 +49,10 @@ pub enum ProbeKind {
     Tcp,
     /// `SSL`.
     Ssl,
+    /// `GRPC`: `grpc.health.v1.Health/Check` over clear-text HTTP/2 (grpc_health.rs).
+    Grpc,
+    /// `GRPC_WITH_TLS`: the same call over TLS.
+    GrpcTls,
 }
 
 /// How to probe, compiled from a `compute#healthCheck`.
@@ -65,6 +72,8 @@ pub struct ProbeSpec {
     pub request: Option<String>,
     /// `response`: expected start of the reply.
     pub response: Option<String>,
+    /// `grpcServiceName` (GRPC kinds): the service asked about; empty for the whole server.
+    pub grpc_service_name: String,
     /// `checkIntervalSec`.
     pub interval: Duration,
     /// `timeoutSec`.
@@ -76,7 +85,7 @@ pub struct ProbeSpec {
 }
 
 impl ProbeSpec {
-    /// Compiles a `compute#healthCheck` (wire JSON). Unknown types (GRPC) probe as TCP.
+    /// Compiles a `compute#healthCheck` (wire JSON). Unknown types probe as TCP.
     pub fn compile(key: &str, hc: &Value) -> ProbeSpec {
         let ty = hc.get("type").and_then(Value::as_str).unwrap_or("TCP");
         let (kind, block) = match ty {
@@ -84,7 +93,8 @@ impl ProbeSpec {
             "HTTPS" => (ProbeKind::Https, "httpsHealthCheck"),
             "HTTP2" => (ProbeKind::Http2, "http2HealthCheck"),
             "SSL" => (ProbeKind::Ssl, "sslHealthCheck"),
-            "GRPC" => (ProbeKind::Tcp, "grpcHealthCheck"),
+            "GRPC" => (ProbeKind::Grpc, "grpcHealthCheck"),
+            "GRPC_WITH_TLS" => (ProbeKind::GrpcTls, "grpcTlsHealthCheck"),
             _ => (ProbeKind::Tcp, "tcpHealthCheck"),
         };
         let b = hc.get(block).cloned().unwrap_or(Value::Null);
@@ -110,6 +120,7 @@ impl ProbeSpec {
             host: sv("host").filter(|h| !h.is_empty()),
             request: sv("request").filter(|h| !h.is_empty()),
             response: sv("response").filter(|h| !h.is_empty()),
+            grpc_service_name: sv("grpcServiceName").unwrap_or_default(),
             interval: Duration::from_secs(num(hc, "checkIntervalSec", 5).max(1)),
             timeout: Duration::from_secs(num(hc, "timeoutSec", 5).max(1)),
             healthy_threshold: num(hc, "healthyThreshold", 2).max(1) as u32,
@@ -260,6 +271,8 @@ pub async fn probe(spec: &ProbeSpec, addr: SocketAddr) -> Result<(), String> {
             Ok(())
         }
         ProbeKind::Ssl => upstream::tls_connect(tcp, addr, &[]).await.map(drop),
+        ProbeKind::Grpc => grpc_health::probe(tcp, addr, false, &spec.grpc_service_name).await,
+        ProbeKind::GrpcTls => grpc_health::probe(tcp, addr, true, &spec.grpc_service_name).await,
         ProbeKind::Http => http_probe(spec, addr, TokioIo::new(tcp), false).await,
         ProbeKind::Https => {
             http_probe(

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dataplane::compile::Frontend;
 use crate::dataplane::proxy::{self, ConnInfo, ProxyContext};
+use crate::dataplane::quic::QuicListener;
 
 /// Largest request header block accepted (64 KiB, Google's proxies allow about the same).
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
@@ -76,6 +77,8 @@ pub struct Listener {
     /// The frontend served.
     pub frontend: Arc<ArcSwapOption<Frontend>>,
     stop: CancellationToken,
+    /// HTTP/3 on the same address and port, while the target proxy has `quicOverride: ENABLE`.
+    quic: std::sync::Mutex<Option<QuicListener>>,
 }
 
 impl Listener {
@@ -103,12 +106,52 @@ impl Listener {
             requested,
             frontend: slot,
             stop,
+            quic: Default::default(),
         })
     }
 
     /// Stops accepting; open connections finish their in-flight requests and close.
     pub fn close(&self) {
         self.stop.cancel();
+        if let Ok(mut q) = self.quic.lock() {
+            if let Some(q) = q.take() {
+                q.close();
+            }
+        }
+    }
+
+    /// Opens or closes the HTTP/3 listener as the current frontend asks (`quicOverride`).
+    pub fn sync_quic(&self, serving: &Arc<Serving>) {
+        let wants = self
+            .frontend
+            .load()
+            .as_ref()
+            .is_some_and(|fe| fe.quic && matches!(fe.tls, Some(Ok(_))));
+        let Ok(mut quic) = self.quic.lock() else {
+            return;
+        };
+        match (wants, quic.is_some()) {
+            (true, false) => match QuicListener::open(
+                self.local_addr,
+                self.frontend.clone(),
+                serving.clone(),
+                &self.stop,
+            ) {
+                Ok(q) => {
+                    tracing::info!(local_addr = %self.local_addr, "listening for HTTP/3 (QUIC)");
+                    *quic = Some(q);
+                }
+                Err(e) => {
+                    tracing::error!(local_addr = %self.local_addr, error = %e, "cannot listen for HTTP/3 (QUIC)")
+                }
+            },
+            (false, true) => {
+                if let Some(q) = quic.take() {
+                    q.close();
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -118,6 +161,7 @@ async fn accept_loop(
     serving: Arc<Serving>,
     stop: CancellationToken,
 ) {
+    let local_port = tcp.local_addr().map(|a| a.port()).unwrap_or(0);
     loop {
         let (stream, client) = tokio::select! {
             _ = stop.cancelled() => break,
@@ -140,7 +184,7 @@ async fn accept_loop(
         let serving = serving.clone();
         let stop = stop.clone();
         tokio::spawn(async move {
-            serve_connection(stream, client, slot, serving, stop).await;
+            serve_connection(stream, client, local_port, slot, serving, stop).await;
             drop(permit);
         });
     }
@@ -149,6 +193,7 @@ async fn accept_loop(
 async fn serve_connection(
     stream: TcpStream,
     client: SocketAddr,
+    local_port: u16,
     slot: Arc<ArcSwapOption<Frontend>>,
     serving: Arc<Serving>,
     stop: CancellationToken,
@@ -157,7 +202,7 @@ async fn serve_connection(
     let lb_ip = fe.ip;
     match &fe.tls {
         None => {
-            let conn = Arc::new(ConnInfo::new(client, lb_ip, slot, None));
+            let conn = Arc::new(ConnInfo::new(client, lb_ip, slot, None, local_port));
             drive(TokioIo::new(stream), false, conn, &serving, &stop).await;
         }
         Some(Err(_)) => {} // no usable certificate: refuse by closing
@@ -168,7 +213,9 @@ async fn serve_connection(
             // state, and the TLS and HTTP/2 ones made every connection's task 7.3 KiB where
             // plain HTTP/1 needs under 1 KiB (release build). Fewer bytes per connection, fewer
             // cache misses with many connections.
-            let tls = serve_tls(acceptor, stream, client, lb_ip, slot, &serving, &stop);
+            let tls = serve_tls(
+                acceptor, stream, client, lb_ip, local_port, slot, &serving, &stop,
+            );
             Box::pin(tls).await;
         }
     }
@@ -176,11 +223,13 @@ async fn serve_connection(
 
 /// [`serve_connection`] for a listener with certificates: the handshake (bounded by
 /// [`TLS_HANDSHAKE_TIMEOUT`]), then HTTP/2 if ALPN chose `h2`, else HTTP/1.1.
+#[allow(clippy::too_many_arguments)]
 async fn serve_tls(
     acceptor: tokio_rustls::TlsAcceptor,
     stream: TcpStream,
     client: SocketAddr,
     lb_ip: std::net::IpAddr,
+    local_port: u16,
     slot: Arc<ArcSwapOption<Frontend>>,
     serving: &Arc<Serving>,
     stop: &CancellationToken,
@@ -197,13 +246,20 @@ async fn serve_tls(
     let h2 = session.alpn_protocol() == Some(b"h2");
     let sni = session.server_name().map(str::to_string);
     let tls_version = session.protocol_version().map(|v| format!("{v:?}"));
-    let conn = Arc::new(ConnInfo::new(client, lb_ip, slot, Some((sni, tls_version))));
+    let conn = Arc::new(ConnInfo::new(
+        client,
+        lb_ip,
+        slot,
+        Some((sni, tls_version)),
+        local_port,
+    ));
     drive(TokioIo::new(tls), h2, conn, serving, stop).await;
 }
 
 /// Serves HTTP/1.1 (with upgrades), or HTTP/2 when TLS negotiated `h2`; clear-text HTTP/2
 /// (h2c) is not offered, as on Google's front ends. On `stop`, in-flight requests finish.
-async fn drive<I>(
+/// HTTP/3 connections come here too, through an in-memory HTTP/2 connection (quic.rs).
+pub(crate) async fn drive<I>(
     io: I,
     h2: bool,
     conn: Arc<ConnInfo>,

@@ -14,10 +14,13 @@ pub mod backend_service;
 pub mod coarse_timer;
 pub mod compile;
 pub mod draining;
+pub mod grpc;
+pub mod grpc_health;
 pub mod health;
 pub mod listener;
 pub mod metrics;
 pub mod proxy;
+pub mod quic;
 pub mod security_policy;
 pub mod tls;
 pub mod upstream;
@@ -242,6 +245,7 @@ impl Manager {
             if let Some(l) = self.listeners.get(rule) {
                 if l.requested == requested {
                     l.frontend.store(Some(fe.clone()));
+                    l.sync_quic(&self.serving);
                     continue;
                 }
                 l.close();
@@ -250,6 +254,7 @@ impl Manager {
             match Listener::open(requested, fe.clone(), self.serving.clone(), &self.stop) {
                 Ok(l) => {
                     tracing::info!(forwarding_rule = %rule, local_addr = %l.local_addr, "listening");
+                    l.sync_quic(&self.serving);
                     self.listeners.insert(rule.clone(), l);
                 }
                 Err(e) => {

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, CONNECTION, HOST, LOCATION, SET_COOKIE, UPGRADE};
+use http::header::{HeaderName, HeaderValue, CONNECTION, HOST, LOCATION, SET_COOKIE, TE, UPGRADE};
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
@@ -27,6 +27,8 @@ use crate::dataplane::backend_service::{
 };
 use crate::dataplane::coarse_timer::CoarseTimer;
 use crate::dataplane::compile::Frontend;
+use crate::dataplane::grpc;
+use crate::dataplane::quic;
 use crate::dataplane::security_policy::Verdict;
 use crate::dataplane::upstream::{Upstream, UpstreamBody};
 use crate::dataplane::url_map::{
@@ -100,6 +102,8 @@ pub struct ConnInfo {
     pub forwarded_for: String,
     /// The same as a header value.
     pub forwarded_for_value: HeaderValue,
+    /// The listener's local port: where `Alt-Svc` points HTTP/3 clients (quic.rs).
+    pub local_port: u16,
 }
 
 impl ConnInfo {
@@ -109,6 +113,7 @@ impl ConnInfo {
         lb_ip: std::net::IpAddr,
         frontend: Arc<ArcSwapOption<Frontend>>,
         tls: Option<(Option<String>, Option<String>)>,
+        local_port: u16,
     ) -> ConnInfo {
         let forwarded_for = format!("{}, {lb_ip}", client.ip());
         let forwarded_for_value =
@@ -123,6 +128,7 @@ impl ConnInfo {
             tls_version,
             forwarded_for,
             forwarded_for_value,
+            local_port,
         }
     }
 }
@@ -230,7 +236,10 @@ pub async fn handle(
         .access_log
         .as_ref()
         .map(|_| AccessRecord::new(&fe.rule, &conn, &req));
-    let (resp, backend) = forward(&ctx, &conn, &fe, req, rec.as_mut()).await;
+    let (mut resp, backend) = forward(&ctx, &conn, &fe, req, rec.as_mut()).await;
+    if fe.quic {
+        quic::advertise(resp.headers_mut(), conn.local_port);
+    }
     let status = resp.status().as_u16();
     let secs = start.elapsed().as_secs_f64();
     fe.metrics.observe(status, secs);
@@ -374,6 +383,8 @@ async fn forward(
     let upgrade = req.headers().contains_key(UPGRADE);
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
     let version = req.version();
+    let te_trailers =
+        bs.protocol == BackendProtocol::Http2 && grpc::asks_for_trailers(req.headers());
     let headers = req.headers_mut();
     remove_hop_by_hop(headers, upgrade);
     if let Some(h) = host_value {
@@ -400,10 +411,17 @@ async fn forward(
             headers.insert(name.clone(), v);
         }
     }
-    *req.version_mut() = if bs.protocol == BackendProtocol::Http2 {
-        http::Version::HTTP_2
+    // HTTP/2 backends (gRPC): `te: trailers` goes through, and timeoutSec bounds the whole
+    // stream (grpc.rs). Nothing of this runs for HTTP and HTTPS backends.
+    let stream_start = if bs.protocol == BackendProtocol::Http2 {
+        *req.version_mut() = http::Version::HTTP_2;
+        if te_trailers {
+            req.headers_mut().insert(TE, grpc::TE_TRAILERS.clone());
+        }
+        Some(Instant::now())
     } else {
-        http::Version::HTTP_11
+        *req.version_mut() = http::Version::HTTP_11;
+        None
     };
 
     ep.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -446,6 +464,10 @@ async fn forward(
         Ok(Ok(r)) => r,
     };
     drop(guard);
+    if let Some(start) = stream_start {
+        resp.body_mut()
+            .limit(grpc::stream_deadline(bs.timeout, start.elapsed()));
+    }
 
     if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
         if let Some(client_upgrade) = client_upgrade {

@@ -21,6 +21,7 @@ use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 
 use crate::dataplane::backend_service::{BackendProtocol, Endpoint};
+use crate::dataplane::grpc::BodyEnd;
 
 /// Idle upstream connections are kept this long (Google's proxies keep backend connections for
 /// 600 s; backends should use a longer keep-alive, see the load balancing docs).
@@ -179,7 +180,11 @@ impl Upstream {
             .await
             .ok_or(UpstreamError::Drained)?
             .map_err(UpstreamError::Client)?;
-        let drain = Some(Box::pin(ep.drained.clone().cancelled_owned()));
+        let drained = ep.drained.clone();
+        let drain: Option<BodyEnd> = Some(Box::pin(async move {
+            drained.cancelled_owned().await;
+            UpstreamError::Drained
+        }));
         Ok(resp.map(|inner| UpstreamBody {
             inner,
             ret: None,
@@ -207,6 +212,10 @@ pub enum UpstreamError {
     /// The endpoint was removed and its connection draining timeout elapsed (draining.rs).
     #[error("the endpoint was removed and its connection draining timeout elapsed")]
     Drained,
+    /// An HTTP/2 backend's response was still streaming when the backend service's
+    /// `timeoutSec` (seconds) ended (grpc.rs).
+    #[error("the response was still streaming when timeoutSec={0} of the backend service ended")]
+    StreamTimeout(u64),
 }
 
 impl UpstreamError {
@@ -215,7 +224,10 @@ impl UpstreamError {
     pub fn is_connect(&self) -> bool {
         match self {
             UpstreamError::Connect(_) => true,
-            UpstreamError::Http(_) | UpstreamError::Uri(_) | UpstreamError::Drained => false,
+            UpstreamError::Http(_)
+            | UpstreamError::Uri(_)
+            | UpstreamError::Drained
+            | UpstreamError::StreamTimeout(_) => false,
             UpstreamError::Client(e) => e.is_connect(),
         }
     }
@@ -327,12 +339,29 @@ async fn send_http1(
 
 /// A response body from an endpoint; when read to the end, its HTTP/1 connection goes back to
 /// the endpoint's pool. From HTTPS and HTTP2 endpoints it fails once the endpoint's connection
-/// draining ends (HTTP/1 connections are closed instead; see draining.rs).
+/// draining ends (HTTP/1 connections are closed instead; see draining.rs), and from HTTP2
+/// endpoints also at the end of `timeoutSec` ([`UpstreamBody::limit`]).
 pub struct UpstreamBody {
     inner: Incoming,
     ret: Option<(http1::SendRequest<Incoming>, Arc<Endpoint>)>,
     done: bool,
-    drain: Option<std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>,
+    drain: Option<BodyEnd>,
+}
+
+impl UpstreamBody {
+    /// Ends the body with the error `end` gives when it resolves first (besides connection
+    /// draining): the backend service's `timeoutSec` for streams from HTTP/2 backends (grpc.rs).
+    pub fn limit(&mut self, end: BodyEnd) {
+        self.drain = Some(match self.drain.take() {
+            None => end,
+            Some(drain) => Box::pin(async move {
+                tokio::select! {
+                    e = drain => e,
+                    e = end => e,
+                }
+            }),
+        });
+    }
 }
 
 impl std::fmt::Debug for UpstreamBody {
@@ -351,9 +380,10 @@ impl hyper::body::Body for UpstreamBody {
     ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
         let this = self.get_mut();
         if let Some(drain) = &mut this.drain {
-            if std::future::Future::poll(drain.as_mut(), cx).is_ready() {
+            if let std::task::Poll::Ready(e) = std::future::Future::poll(drain.as_mut(), cx) {
+                this.drain = None;
                 this.ret = None;
-                return std::task::Poll::Ready(Some(Err(UpstreamError::Drained.into())));
+                return std::task::Poll::Ready(Some(Err(e.into())));
             }
         }
         let r = std::pin::Pin::new(&mut this.inner).poll_frame(cx);

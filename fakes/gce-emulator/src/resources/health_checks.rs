@@ -1,4 +1,5 @@
-//! `healthChecks`: global health checks of types HTTP, HTTPS, HTTP2, TCP, SSL and GRPC, with the
+//! `healthChecks`: global health checks of types HTTP, HTTPS, HTTP2, TCP, SSL, GRPC and
+//! GRPC_WITH_TLS (`grpcServiceName` ASCII only, as the reference says), with the
 //! defaults the Compute reference documents (5 s interval and timeout, thresholds 2, port 80 or
 //! 443, request path `/`, proxy header NONE).
 
@@ -14,6 +15,7 @@ const TYPES: &[(&str, &str)] = &[
     ("TCP", "tcpHealthCheck"),
     ("SSL", "sslHealthCheck"),
     ("GRPC", "grpcHealthCheck"),
+    ("GRPC_WITH_TLS", "grpcTlsHealthCheck"),
 ];
 
 /// Validates a health check; `timeoutSec` must not exceed `checkIntervalSec`.
@@ -64,7 +66,7 @@ pub fn prepare(_cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
     )?;
     let serving = validate::opt_str(o, &prefix, "portSpecification")? == Some("USE_SERVING_PORT");
     let default_port = match ty.as_str() {
-        "HTTPS" | "HTTP2" | "SSL" => 443,
+        "HTTPS" | "HTTP2" | "SSL" | "GRPC_WITH_TLS" => 443,
         _ => 80,
     };
     validate::int_field(
@@ -99,6 +101,17 @@ pub fn prepare(_cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
         o.insert("requestPath".into(), path.into());
         validate::opt_str(o, &prefix, "host")?;
         validate::opt_str(o, &prefix, "response")?;
+    }
+    if matches!(ty.as_str(), "GRPC" | "GRPC_WITH_TLS") {
+        if let Some(name) = validate::opt_str(o, &prefix, "grpcServiceName")? {
+            if !name.is_ascii() {
+                return Err(ApiError::invalid_value(
+                    &format!("{prefix}.grpcServiceName"),
+                    name,
+                    "The gRPC service name can only be ASCII.",
+                ));
+            }
+        }
     }
     validate::opt_str(r, "resource", "description")?;
     if let Some(lc) = validate::object_mut(r, "resource", "logConfig", false)? {
