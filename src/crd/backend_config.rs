@@ -282,6 +282,8 @@ pub struct CustomHeadersConfig {
 /// `spec.healthCheck`.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[x_kube(validation = Rule::new("!has(self.timeoutSec) || !has(self.checkIntervalSec) || self.timeoutSec <= self.checkIntervalSec").message("healthCheck.timeoutSec must not exceed healthCheck.checkIntervalSec"))]
+#[x_kube(validation = Rule::new("!has(self.grpcServiceName) || (has(self.type) && self.type == 'GRPC')").message("healthCheck.grpcServiceName needs healthCheck.type GRPC"))]
+#[x_kube(validation = Rule::new("!has(self.requestPath) || !has(self.type) || self.type != 'GRPC'").message("healthCheck.requestPath does not apply to healthCheck.type GRPC (use grpcServiceName)"))]
 #[serde(rename_all = "camelCase")]
 pub struct HealthCheckConfig {
     /// Seconds between probes (1..300).
@@ -300,9 +302,17 @@ pub struct HealthCheckConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 10))]
     pub unhealthy_threshold: Option<i64>,
-    /// `HTTP`, `HTTPS` or `HTTP2`; default: the Service port's app protocol.
+    /// `HTTP`, `HTTPS` or `HTTP2`; default: the Service port's app protocol. `GRPC` (beyond
+    /// GKE, which accepts the first three only) probes with the gRPC health checking protocol
+    /// (`grpc.health.v1.Health/Check`): a Compute health check of type `GRPC_WITH_TLS` for
+    /// HTTPS and HTTP2 ports, `GRPC` (clear text) for HTTP ports.
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub type_: Option<HealthCheckType>,
+    /// With `type: GRPC`: the service asked about (`grpcServiceName`); empty or absent asks
+    /// about the server as a whole. ASCII only, as Compute Engine requires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[\x20-\x7E]*$"), length(max = 1024))]
+    pub grpc_service_name: Option<String>,
     /// Request path (must start with `/`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^/"))]
@@ -314,7 +324,9 @@ pub struct HealthCheckConfig {
     pub port: Option<i64>,
 }
 
-/// Health check protocols GKE accepts in a BackendConfig.
+/// Health check protocols GKE accepts in a BackendConfig, and `GRPC` (this operator only): the
+/// gRPC health checking protocol (`grpc.health.v1.Health/Check`), over TLS when the Service
+/// port's app protocol is HTTPS or HTTP2.
 #[derive(schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HealthCheckType {
     #[serde(rename = "HTTP")]
@@ -323,6 +335,8 @@ pub enum HealthCheckType {
     Https,
     #[serde(rename = "HTTP2")]
     Http2,
+    #[serde(rename = "GRPC")]
+    Grpc,
 }
 
 /// `spec.logging`.

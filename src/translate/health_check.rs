@@ -6,6 +6,11 @@
 //! #39, #317). Here the health check always follows the current derivation, so a changed
 //! readiness probe or a removed BackendConfig field takes effect on the next sync.
 //!
+//! Beyond GKE: BackendConfig `healthCheck.type: GRPC` (with `grpcServiceName`) gives a Compute
+//! health check of type `GRPC_WITH_TLS` for HTTPS/HTTP2 ports and `GRPC` for HTTP ports, which
+//! calls `grpc.health.v1.Health/Check`; `requestPath` and the readiness probe's path do not
+//! apply to it.
+//!
 //! Defaults follow GKE's controller for NEG backends: interval 15 s, timeout 15 s (reference
 //! 000's table says 5 s; the controller uses 15), healthy 1, unhealthy 2, serving port, path
 //! `/` (`/healthz` for the system default backend). GCE refuses a timeout longer than the
@@ -181,6 +186,9 @@ pub fn health_check(inputs: &HealthCheckInputs<'_>) -> model::HealthCheck {
         Some(HealthCheckType::Http) => "HTTP",
         Some(HealthCheckType::Https) => "HTTPS",
         Some(HealthCheckType::Http2) => "HTTP2",
+        // Beyond GKE: the gRPC health checking protocol, over TLS when the backend speaks TLS.
+        Some(HealthCheckType::Grpc) if inputs.protocol == AppProtocol::Http => "GRPC",
+        Some(HealthCheckType::Grpc) => "GRPC_WITH_TLS",
         None => inputs.protocol.as_str(),
     };
     let default_path = if inputs.system_default {
@@ -225,6 +233,20 @@ pub fn health_check(inputs: &HealthCheckInputs<'_>) -> model::HealthCheck {
             h.host = probe.host;
             hc.https_health_check = Some(h);
         }
+        "GRPC" => {
+            let mut h = model::GRPCHealthCheck::default();
+            h.port_specification = Some(spec.into());
+            h.port = fixed_port;
+            h.grpc_service_name = bc.grpc_service_name.clone().filter(|n| !n.is_empty());
+            hc.grpc_health_check = Some(h);
+        }
+        "GRPC_WITH_TLS" => {
+            let mut h = model::GRPCTLSHealthCheck::default();
+            h.port_specification = Some(spec.into());
+            h.port = fixed_port;
+            h.grpc_service_name = bc.grpc_service_name.clone().filter(|n| !n.is_empty());
+            hc.grpc_tls_health_check = Some(h);
+        }
         "HTTP2" => {
             let mut h = model::HTTP2HealthCheck::default();
             h.port_specification = Some(spec.into());
@@ -243,4 +265,67 @@ pub fn health_check(inputs: &HealthCheckInputs<'_>) -> model::HealthCheck {
         }
     }
     hc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(protocol: AppProtocol, bc: &HealthCheckConfig) -> model::HealthCheck {
+        health_check(&HealthCheckInputs {
+            name: "k8s1-x",
+            protocol,
+            probe: Some(ProbeSettings {
+                request_path: Some("/ready".into()),
+                ..Default::default()
+            }),
+            backend_config: Some(bc),
+            system_default: false,
+        })
+    }
+
+    #[test]
+    fn grpc_type_probes_with_tls_as_the_backend_speaks() {
+        let bc = HealthCheckConfig {
+            type_: Some(HealthCheckType::Grpc),
+            grpc_service_name: Some("shop.v1.Cart".into()),
+            port: Some(9443),
+            ..Default::default()
+        };
+        for protocol in [AppProtocol::Http2, AppProtocol::Https] {
+            let hc = check(protocol, &bc);
+            assert_eq!(hc.r#type.as_ref().unwrap().name(), Some("GRPC_WITH_TLS"));
+            let g = hc.grpc_tls_health_check.as_ref().unwrap();
+            assert_eq!(g.grpc_service_name.as_deref(), Some("shop.v1.Cart"));
+            assert_eq!(g.port, Some(9443));
+            assert!(hc.grpc_health_check.is_none() && hc.http_2_health_check.is_none());
+        }
+        let hc = check(AppProtocol::Http, &bc);
+        assert_eq!(hc.r#type.as_ref().unwrap().name(), Some("GRPC"));
+        let g = hc.grpc_health_check.as_ref().unwrap();
+        assert_eq!(g.grpc_service_name.as_deref(), Some("shop.v1.Cart"));
+        assert!(hc.http_health_check.is_none() && hc.grpc_tls_health_check.is_none());
+
+        // No service name: the server as a whole (the field is left out, not sent empty).
+        let whole = HealthCheckConfig {
+            type_: Some(HealthCheckType::Grpc),
+            grpc_service_name: Some(String::new()),
+            ..Default::default()
+        };
+        let hc = check(AppProtocol::Http2, &whole);
+        let g = hc.grpc_tls_health_check.as_ref().unwrap();
+        assert_eq!(g.grpc_service_name, None);
+        assert_eq!(
+            g.port_specification.as_ref().unwrap().name(),
+            Some("USE_SERVING_PORT")
+        );
+    }
+
+    #[test]
+    fn http2_ports_get_http2_checks_as_on_gke() {
+        let hc = check(AppProtocol::Http2, &HealthCheckConfig::default());
+        assert_eq!(hc.r#type.as_ref().unwrap().name(), Some("HTTP2"));
+        let h = hc.http_2_health_check.as_ref().unwrap();
+        assert_eq!(h.request_path.as_deref(), Some("/ready"));
+    }
 }
