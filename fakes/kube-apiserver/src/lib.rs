@@ -15,6 +15,7 @@ pub mod local;
 pub mod managed_fields;
 pub mod meta;
 pub mod openapi;
+pub mod openapi_v2;
 pub mod patch;
 pub mod protobuf;
 pub mod registry;
