@@ -64,6 +64,41 @@ fn spec_part(obj: &Value) -> Value {
     v
 }
 
+/// The object a `/status` write stores, as each kind's status strategy `PrepareForUpdate`
+/// makes it (k8s v1.28 `pkg/registry/*/strategy.go`). Built-in kinds keep the written
+/// `metadata` (labels, annotations, finalizers: glbc sends its finalizer and annotations this
+/// way) and reset everything else but `status` to the stored object (`Spec = oldSpec`); Pods
+/// also keep their stored `ownerReferences`, Deployments their stored labels. Custom resources
+/// keep only the written `status` (apiextensions' `customresource/status_strategy.go` copies
+/// the old object). The fields no write may change (uid, creationTimestamp, deletionTimestamp,
+/// generation, ...) are restored by the caller for every write.
+fn status_write(res: &ResourceInfo, old: &Value, new: Value) -> Value {
+    let mut r = old.clone();
+    let status = new.get("status").cloned().unwrap_or(Value::Null);
+    if res.crd_name.is_none() {
+        if let Some(md) = new.get("metadata") {
+            r["metadata"] = md.clone();
+        }
+        let md = metadata_mut(&mut r);
+        match res.kind.as_str() {
+            "Pod" => match old["metadata"].get("ownerReferences") {
+                Some(v) => md.insert("ownerReferences".into(), v.clone()),
+                None => md.remove("ownerReferences"),
+            },
+            "Deployment" => match old["metadata"].get("labels") {
+                Some(v) => md.insert("labels".into(), v.clone()),
+                None => md.remove("labels"),
+            },
+            _ => None,
+        };
+    }
+    r["status"] = status;
+    if r["status"].is_null() {
+        r.as_object_mut().expect("object").remove("status");
+    }
+    r
+}
+
 impl Store {
     /// `POST`: creates `obj` (client form) in `ns`.
     ///
@@ -238,12 +273,7 @@ impl Store {
             )));
         }
         let mut result = if status_only {
-            let mut r = old.clone();
-            r["status"] = new.get("status").cloned().unwrap_or(Value::Null);
-            if r["status"].is_null() {
-                r.as_object_mut().expect("object").remove("status");
-            }
-            r
+            status_write(res, &old, new)
         } else {
             if res.status_subresource {
                 match old.get("status") {
