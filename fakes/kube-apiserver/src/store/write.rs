@@ -52,6 +52,28 @@ fn validate_custom(res: &ResourceInfo, name: &str, obj: &Value) -> Result<(), Ap
     })
 }
 
+/// Value validation of a built-in kind (see [`crate::validation::builtin`]).
+///
+/// Errors: 422 `Invalid` with one cause per field error.
+fn validate_builtin(
+    res: &ResourceInfo,
+    ns: &str,
+    name: &str,
+    obj: &Value,
+    status_only: bool,
+) -> Result<(), ApiError> {
+    let causes = crate::validation::builtin::validate(res, ns, obj, status_only);
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::InvalidFields {
+        kind: res.kind.clone(),
+        name: name.to_string(),
+        group: res.group.clone(),
+        causes,
+    })
+}
+
 /// Everything but `metadata` and `status`: a change here bumps `metadata.generation`.
 fn spec_part(obj: &Value) -> Value {
     let mut v = obj.clone();
@@ -191,6 +213,7 @@ impl Store {
         crate::defaults::apply(res, &mut obj, None);
         default_custom(res, &mut obj);
         validate_custom(res, &name, &obj)?;
+        validate_builtin(res, ns, &name, &obj, false)?;
         let fields = managed_fields::entry(writer, &res.api_version(), None, &obj, now);
         metadata_mut(&mut obj).insert("managedFields".into(), json!([fields]));
         let mut inner = self.lock();
@@ -326,6 +349,7 @@ impl Store {
         // real server's validation ratcheting of unchanged fields.
         if spec_part(&result) != spec_part(&old) || result.get("status") != old.get("status") {
             validate_custom(res, name, &result)?;
+            validate_builtin(res, ns, name, &result, status_only)?;
         }
         if spec_part(&result) != spec_part(&old) && old["metadata"].get("generation").is_some() {
             let g = old["metadata"]["generation"].as_i64().unwrap_or(1) + 1;
