@@ -597,3 +597,10 @@ mod tests {
         assert_eq!(missing[0].reason, "FieldValueRequired");
     }
 }
+
+/// Validates `v` against `schema` with errors under `path` (the walk [`validate`] does per field).
+pub fn validate_at(v: &Value, schema: &Value, path: &str) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    walk(v, schema, path, &mut out);
+    out
+}

@@ -4,6 +4,7 @@
 
 pub mod admission;
 pub mod auth;
+pub mod crd_defaults;
 pub mod crd_validation;
 pub mod crds;
 pub mod defaults;

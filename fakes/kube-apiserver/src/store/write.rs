@@ -74,6 +74,22 @@ fn validate_builtin(
     })
 }
 
+/// A CRD's schema `default`s (see [`crate::crd_defaults`]).
+///
+/// Errors: 422 `Invalid` naming each bad default.
+fn crd_defaults(res: &ResourceInfo, name: &str, crd: &Value) -> Result<(), ApiError> {
+    let causes = crate::crd_defaults::errors(crd);
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::InvalidFields {
+        kind: res.kind.clone(),
+        name: name.to_string(),
+        group: res.group.clone(),
+        causes,
+    })
+}
+
 /// Everything but `metadata` and `status`: a change here bumps `metadata.generation`.
 fn spec_part(obj: &Value) -> Value {
     let mut v = obj.clone();
@@ -227,6 +243,7 @@ impl Store {
             });
         }
         if res.storage == "apiextensions.k8s.io/customresourcedefinitions" {
+            crd_defaults(res, &name, &obj)?;
             crds::establish(&mut obj).map_err(|e| invalid(res, &name, e.field(), e.to_string()))?;
         }
         let stored = self.commit(&mut inner, ChangeType::Added, res, ns, &name, obj, None);
@@ -356,6 +373,7 @@ impl Store {
             metadata_mut(&mut result).insert("generation".into(), json!(g));
         }
         if res.storage == "apiextensions.k8s.io/customresourcedefinitions" && !status_only {
+            crd_defaults(res, name, &result)?;
             crds::establish(&mut result)
                 .map_err(|e| invalid(res, name, e.field(), e.to_string()))?;
         }
