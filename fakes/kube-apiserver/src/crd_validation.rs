@@ -63,6 +63,13 @@ pub fn validate(obj: &Value, schema: &Value) -> Vec<FieldError> {
     out
 }
 
+/// Validates `v` against `schema` with errors under `path` (the walk [`validate`] does per field).
+pub fn validate_at(v: &Value, schema: &Value, path: &str) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    walk(v, schema, path, &mut out);
+    out
+}
+
 fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_string()
@@ -596,11 +603,4 @@ mod tests {
         assert_eq!(missing[0].to_line(), "spec: Required value");
         assert_eq!(missing[0].reason, "FieldValueRequired");
     }
-}
-
-/// Validates `v` against `schema` with errors under `path` (the walk [`validate`] does per field).
-pub fn validate_at(v: &Value, schema: &Value, path: &str) -> Vec<FieldError> {
-    let mut out = Vec::new();
-    walk(v, schema, path, &mut out);
-    out
 }
