@@ -77,7 +77,16 @@ fn walk(node: &Value, path: &str, out: &mut Vec<FieldError>) {
             if let Some(m) = schema.as_object_mut() {
                 m.remove("default");
             }
-            out.extend(validate_at(default, &schema, &at));
+            // The value validator names paths inside the default from its root ("" for the
+            // default itself: `Invalid value: 0:  in body should be ...`).
+            out.extend(validate_at(default, &schema, "").into_iter().map(|mut e| {
+                e.field = if e.field.is_empty() {
+                    at.clone()
+                } else {
+                    format!("{at}.{}", e.field)
+                };
+                e
+            }));
         }
     }
     if let Some(items) = node.get("items").filter(|i| i.is_object()) {
@@ -90,15 +99,26 @@ fn walk(node: &Value, path: &str, out: &mut Vec<FieldError>) {
     }
 }
 
-/// The default errors of every version of `crd` (client form), in document order.
+/// The default errors of every version of `crd` (client form), in document order. When every
+/// version has the same schema the real server checks it once, as the internal
+/// `spec.validation.openAPIV3Schema` (apiextensions' v1 conversion hoists identical schemas).
 pub fn errors(crd: &Value) -> Vec<FieldError> {
     let mut out = Vec::new();
-    for (i, version) in crd["spec"]["versions"]
+    let versions = crd["spec"]["versions"]
         .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+        .cloned()
+        .unwrap_or_default();
+    let schemas: Vec<&Value> = versions
+        .iter()
+        .filter_map(|v| v["schema"].get("openAPIV3Schema"))
+        .collect();
+    if schemas.len() == versions.len() && schemas.windows(2).all(|w| w[0] == w[1]) {
+        if let Some(schema) = schemas.first() {
+            walk(schema, "spec.validation.openAPIV3Schema", &mut out);
+        }
+        return out;
+    }
+    for (i, version) in versions.iter().enumerate() {
         if let Some(schema) = version["schema"].get("openAPIV3Schema") {
             walk(
                 schema,
@@ -128,8 +148,8 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[affinity].default: Unsupported value: \"\": supported values: \"NONE\", \"CLIENT_IP\"",
-                "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[extra].default: Invalid value: map[string]interface {}{\"b\":\"x\"}: must not have unknown fields",
+                "spec.validation.openAPIV3Schema.properties[spec].properties[affinity].default: Unsupported value: \"\": supported values: \"NONE\", \"CLIENT_IP\"",
+                "spec.validation.openAPIV3Schema.properties[spec].properties[extra].default: Invalid value: map[string]interface {}{\"b\":\"x\"}: must not have unknown fields",
             ]
         );
     }

@@ -66,10 +66,16 @@ fn validate_builtin(
     if causes.is_empty() {
         return Ok(());
     }
+    // events.k8s.io Events are stored as core Events: the real server names them `Event`.
+    let group = if res.is_events_v1() {
+        ""
+    } else {
+        res.group.as_str()
+    };
     Err(ApiError::InvalidFields {
         kind: res.kind.clone(),
         name: name.to_string(),
-        group: res.group.clone(),
+        group: group.to_string(),
         causes,
     })
 }
@@ -351,13 +357,28 @@ impl Store {
         }
         if old["metadata"]["deletionTimestamp"].is_string() {
             let before = finalizers(&old);
-            if let Some(f) = finalizers(&result)
+            let added: Vec<String> = finalizers(&result)
                 .into_iter()
-                .find(|f| !before.contains(f))
-            {
-                return Err(invalid(res, name, "metadata.finalizers", format!(
-                    "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers [{f:?}]"
-                )));
+                .filter(|f| !before.contains(f))
+                .map(|f| format!("{f:?}"))
+                .collect();
+            if !added.is_empty() {
+                // Reported twice, as the real server's generic update and the strategy's
+                // ValidateUpdate both run ValidateObjectMetaUpdate (the message shows it once).
+                let cause = FieldError {
+                    reason: "FieldValueForbidden",
+                    field: "metadata.finalizers".into(),
+                    message: format!(
+                        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                        added.join(", ")
+                    ),
+                };
+                return Err(ApiError::InvalidFields {
+                    kind: res.kind.clone(),
+                    name: name.to_string(),
+                    group: res.group.clone(),
+                    causes: vec![cause.clone(), cause],
+                });
             }
         }
         crate::defaults::apply(res, &mut result, Some(&old));

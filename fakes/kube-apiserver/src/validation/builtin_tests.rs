@@ -81,7 +81,7 @@ fn endpoint_slice_pod_status_event() {
         [
             "endpoints[0].addresses: Required value: must contain at least 1 address",
             "endpoints[1].addresses[0]: Invalid value: \"fe80::1\": must be a valid IPv4 address",
-            "endpoints[1].addresses[0]: Invalid value: \"fe80::1\": must be a valid IP address",
+            "endpoints[1].addresses[0]: Invalid value: \"fe80::1\": may not be in the link-local range (169.254.0.0/16, fe80::/10)",
         ]
     );
     let pod = json!({"status": {"podIPs": [{"ip": "10.0.0.300"}]}});

@@ -40,6 +40,15 @@ pub fn service_spec(obj: &Value) -> Vec<FieldError> {
             }
         }
         errs.extend(port_num(format!("{path}.port"), &p["port"]));
+        match &p["targetPort"] {
+            Value::String(name) => {
+                for m in super::errors::port_name(name) {
+                    errs.push(invalid(format!("{path}.targetPort"), &p["targetPort"], m));
+                }
+            }
+            Value::Null => {}
+            number => errs.extend(port_num(format!("{path}.targetPort"), number)),
+        }
         match p["protocol"].as_str() {
             None | Some("") => errs.push(required(format!("{path}.protocol"), "")),
             Some("TCP" | "UDP" | "SCTP") => {}
@@ -160,8 +169,14 @@ pub fn event(obj: &Value, namespace: &str, events_v1: bool) -> Vec<FieldError> {
         } else {
             "reportingComponent"
         };
+        let controller = s(obj, &["reportingComponent"]);
+        if controller.is_empty() {
+            errs.push(required(controller_field, ""));
+        }
+        for m in qualified_name(controller) {
+            errs.push(invalid(controller_field, &Value::from(controller), m));
+        }
         for (field, value) in [
-            (controller_field, s(obj, &["reportingComponent"])),
             ("reportingInstance", s(obj, &["reportingInstance"])),
             ("action", s(obj, &["action"])),
             ("reason", s(obj, &["reason"])),
@@ -187,6 +202,44 @@ pub fn event(obj: &Value, namespace: &str, events_v1: bool) -> Vec<FieldError> {
     errs
 }
 
+const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+/// `IsQualifiedName` of apimachinery: an optional DNS-subdomain prefix and `/`, then a name of
+/// at most 63 alphanumerics, `-`, `_`, `.` that starts and ends alphanumeric.
+fn qualified_name(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let (prefix, name) = match value.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, value),
+    };
+    if let Some(p) = prefix {
+        if p.is_empty() {
+            errs.push("prefix part must be non-empty".to_string());
+        } else {
+            errs.extend(
+                dns1123_subdomain(p)
+                    .into_iter()
+                    .map(|m| format!("prefix part {m}")),
+            );
+        }
+    }
+    if name.is_empty() {
+        errs.push("name part must be non-empty".into());
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 characters".into());
+    }
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if !(alnum(name.chars().next())
+        && alnum(name.chars().last())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        errs.push(QUALIFIED_NAME_MSG.into());
+    }
+    errs
+}
+
 /// `ValidateLeaseSpec`.
 pub fn lease(obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -208,6 +261,44 @@ pub fn lease(obj: &Value) -> Vec<FieldError> {
                 "must be greater than or equal to 0",
             ));
         }
+    }
+    errs
+}
+
+/// `ValidateNonSpecialIP` without its loopback rule (the documented deviation: the local
+/// stack's Pods live on 127.0.0.0/8): unspecified, link-local and link-local multicast refused.
+fn special_ip(field: &str, v: &Value, ip: std::net::IpAddr) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let (link_local, multicast) = match ip {
+        std::net::IpAddr::V4(a) => (a.is_link_local(), a.octets()[..3] == [224, 0, 0]),
+        std::net::IpAddr::V6(a) => (
+            a.segments()[0] & 0xffc0 == 0xfe80,
+            a.segments()[0] & 0xff0f == 0xff02,
+        ),
+    };
+    if ip.is_unspecified() {
+        errs.push(invalid(
+            field,
+            v,
+            format!(
+                "may not be unspecified ({})",
+                v.as_str().unwrap_or_default()
+            ),
+        ));
+    }
+    if link_local {
+        errs.push(invalid(
+            field,
+            v,
+            "may not be in the link-local range (169.254.0.0/16, fe80::/10)",
+        ));
+    }
+    if multicast {
+        errs.push(invalid(
+            field,
+            v,
+            "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)",
+        ));
     }
     errs
 }
@@ -245,14 +336,20 @@ pub fn endpoint_slice(obj: &Value) -> Vec<FieldError> {
             let field = format!("{path}[{j}]");
             let parsed = text.parse::<std::net::IpAddr>();
             match (addr_type, parsed) {
-                ("IPv4", Ok(std::net::IpAddr::V4(_))) | ("IPv6", Ok(std::net::IpAddr::V6(_))) => {}
-                ("IPv4", _) => {
-                    errs.push(invalid(&field, a, "must be a valid IPv4 address"));
-                    errs.push(invalid(&field, a, "must be a valid IP address"));
+                ("IPv4", Ok(ip @ std::net::IpAddr::V4(_)))
+                | ("IPv6", Ok(ip @ std::net::IpAddr::V6(_))) => {
+                    errs.extend(special_ip(&field, a, ip))
                 }
-                ("IPv6", _) => {
-                    errs.push(invalid(&field, a, "must be a valid IPv6 address"));
-                    errs.push(invalid(&field, a, "must be a valid IP address"));
+                ("IPv4" | "IPv6", parsed) => {
+                    errs.push(invalid(
+                        &field,
+                        a,
+                        format!("must be a valid {addr_type} address"),
+                    ));
+                    match parsed {
+                        Ok(ip) => errs.extend(special_ip(&field, a, ip)),
+                        Err(_) => errs.push(invalid(&field, a, "must be a valid IP address")),
+                    }
                 }
                 _ => {}
             }

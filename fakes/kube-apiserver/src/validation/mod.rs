@@ -9,6 +9,7 @@
 
 pub mod builtin;
 pub mod core;
+pub mod decoding;
 pub mod errors;
 pub mod names;
 pub mod networking;
