@@ -363,6 +363,10 @@ pub fn in_private_netns(test_name: &str) -> Option<bool> {
     if std::env::var_os(NETNS_ENV).is_some() || !is_root() {
         return None;
     }
+    if std::env::var_os("GCLB_REAL_API_NO_NETNS").is_some() {
+        eprintln!("GCLB_REAL_API_NO_NETNS is set: no private network namespace");
+        return None;
+    }
     let ns = format!("gclb-real-api-{}", std::process::id());
     let ip = |args: &[&str]| {
         Command::new("ip")

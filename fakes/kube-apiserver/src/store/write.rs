@@ -28,8 +28,22 @@ fn default_custom(res: &ResourceInfo, obj: &mut Value) {
     }
 }
 
+/// `Ok` when `causes` is empty, else 422 `Invalid` naming `Kind.group "name"` with one cause
+/// per field error.
+fn refuse(kind: &str, group: &str, name: &str, causes: Vec<FieldError>) -> Result<(), ApiError> {
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::InvalidFields {
+        kind: kind.to_string(),
+        name: name.to_string(),
+        group: group.to_string(),
+        causes,
+    })
+}
+
 /// Schema validation of a custom resource against its CRD version's `openAPIV3Schema`
-/// (see [`crate::crd_validation`]); built-in kinds are not value-validated.
+/// (see [`crate::crd_validation`]).
 ///
 /// Errors: 422 `Invalid` with one cause per field error.
 fn validate_custom(res: &ResourceInfo, name: &str, obj: &Value) -> Result<(), ApiError> {
@@ -41,15 +55,7 @@ fn validate_custom(res: &ResourceInfo, name: &str, obj: &Value) -> Result<(), Ap
         return Ok(());
     };
     let causes = crate::crd_validation::validate(obj, schema);
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::InvalidFields {
-        kind: res.kind.clone(),
-        name: name.to_string(),
-        group: res.group.clone(),
-        causes,
-    })
+    refuse(&res.kind, &res.group, name, causes)
 }
 
 /// Value validation of a built-in kind (see [`crate::validation::builtin`]).
@@ -63,37 +69,21 @@ fn validate_builtin(
     status_only: bool,
 ) -> Result<(), ApiError> {
     let causes = crate::validation::builtin::validate(res, ns, obj, status_only);
-    if causes.is_empty() {
-        return Ok(());
-    }
     // events.k8s.io Events are stored as core Events: the real server names them `Event`.
-    let group = if res.is_events_v1() {
-        ""
-    } else {
-        res.group.as_str()
-    };
-    Err(ApiError::InvalidFields {
-        kind: res.kind.clone(),
-        name: name.to_string(),
-        group: group.to_string(),
-        causes,
-    })
+    let group = if res.is_events_v1() { "" } else { &res.group };
+    refuse(&res.kind, group, name, causes)
 }
 
 /// A CRD's schema `default`s (see [`crate::crd_defaults`]).
 ///
 /// Errors: 422 `Invalid` naming each bad default.
 fn crd_defaults(res: &ResourceInfo, name: &str, crd: &Value) -> Result<(), ApiError> {
-    let causes = crate::crd_defaults::errors(crd);
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::InvalidFields {
-        kind: res.kind.clone(),
-        name: name.to_string(),
-        group: res.group.clone(),
-        causes,
-    })
+    refuse(
+        &res.kind,
+        &res.group,
+        name,
+        crate::crd_defaults::errors(crd),
+    )
 }
 
 /// Everything but `metadata` and `status`: a change here bumps `metadata.generation`.
