@@ -168,6 +168,9 @@ spec:
 
 #[test]
 fn operator_on_a_real_api_server() {
+    let Some(assets) = harness::assets() else {
+        return;
+    };
     if let Some(passed) = harness::in_private_netns("operator_on_a_real_api_server") {
         assert!(
             passed,
@@ -175,9 +178,6 @@ fn operator_on_a_real_api_server() {
         );
         return;
     }
-    let Some(assets) = harness::assets() else {
-        return;
-    };
     let netns = std::env::var_os(harness::NETNS_ENV).is_some();
     if !netns {
         eprintln!(
