@@ -241,7 +241,7 @@ async fn route(
                     return Ok((
                         StatusCode::OK,
                         [(header::CONTENT_TYPE, crate::openapi_v2::PROTOBUF)],
-                        crate::openapi_v2::gnostic::encode(&doc),
+                        crate::openapi_v2::from_json::encode(&doc),
                     )
                         .into_response());
                 }
