@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo test build deps crds bench bench-instructions lint fmt clean mutants
+.PHONY: demo test test-real-api record-real-api build deps crds bench bench-instructions lint fmt clean mutants
 
 ## Build every binary (operator, gce-emulator, fake-kube-apiserver).
 build:
@@ -29,6 +29,23 @@ demo: build
 ## the timeouts of .config/nextest.toml. See docs/testing.md.
 test: deps build
 	$(CARGO) nextest run --workspace --no-fail-fast
+
+## The real-API tier (docs/testing.md): the operator end to end and the differential fidelity
+## table against a real kube-apiserver and etcd found the envtest way, in KUBEBUILDER_ASSETS
+## (default /var/tmp/kubebuilder-assets, outside the clone). Skipped, with a message, without them.
+KUBEBUILDER_ASSETS ?= /var/tmp/kubebuilder-assets
+test-real-api: deps build
+	@if [ -x "$(KUBEBUILDER_ASSETS)/kube-apiserver" ] && [ -x "$(KUBEBUILDER_ASSETS)/etcd" ]; then \
+	  KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" $(CARGO) nextest run --no-fail-fast \
+	    --test real_api_tier --test api_fidelity; \
+	else \
+	  echo "test-real-api: SKIPPED: KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) holds no kube-apiserver and etcd (docs/testing.md says how to get them)"; \
+	fi
+
+## Re-record tests/real_api/answers.json from the real kube-apiserver in KUBEBUILDER_ASSETS.
+record-real-api: build
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" REAL_API_RECORD=1 $(CARGO) nextest run \
+	  --test api_fidelity real_api_matches_the_recorded_answers
 
 ## Regenerate crds/*.yaml from the Rust types (a test fails when they drift).
 crds:

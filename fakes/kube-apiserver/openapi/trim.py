@@ -69,3 +69,37 @@ for stem, served in SERVED.items():
     disc = json.load(open(f"{REF}/discovery/{stem}.json"))
     disc["resources"] = [r for r in disc["resources"] if r["name"] in served]
     json.dump(disc, open(f"{HERE}/discovery/{stem}.json", "w"), separators=(",", ":"))
+
+# OpenAPI v2 (`/openapi/v2`): the same served resources, plus the review and token kinds this
+# server answers, and the definitions and shared parameters their paths reach.
+V2_EXTRA = {
+    "apis_authorization.k8s.io_v1": ["selfsubjectaccessreviews", "subjectaccessreviews",
+                                     "localsubjectaccessreviews", "selfsubjectrulesreviews"],
+    "apis_authentication.k8s.io_v1": ["tokenreviews", "selfsubjectreviews"],
+}
+
+def stem_of(path):
+    """'/apis/g/v/...' -> 'apis_g_v'; '/api/v1/...' -> 'api_v1'; group roots -> None."""
+    parts = [p for p in path.split("/") if p]
+    if parts[0] == "api":
+        return "api_v1" if len(parts) >= 2 else None
+    return f"apis_{parts[1]}_{parts[2]}" if len(parts) >= 3 else None
+
+v2 = json.load(open(f"{REF}/openapi-v2.json"))
+served_v2 = {**SERVED, **V2_EXTRA}
+v2["paths"] = {p: v for p, v in v2["paths"].items()
+               if stem_of(p) in served_v2
+               and (resource_of(p) == "" or resource_of(p) in served_v2[stem_of(p)])}
+keep, todo = set(), set()
+refs(v2["paths"], todo)
+while todo:
+    name = todo.pop()
+    if name in keep or name not in v2["definitions"]:
+        continue
+    keep.add(name)
+    refs(v2["definitions"][name], todo)
+v2["definitions"] = {k: v for k, v in v2["definitions"].items() if k in keep}
+used = set()
+refs(v2["paths"], used)
+v2["parameters"] = {k: v for k, v in v2["parameters"].items() if k in used}
+json.dump(v2, open(f"{HERE}/v2.json", "w"), separators=(",", ":"))

@@ -63,6 +63,13 @@ pub fn validate(obj: &Value, schema: &Value) -> Vec<FieldError> {
     out
 }
 
+/// Validates `v` against `schema` with errors under `path` (the walk [`validate`] does per field).
+pub fn validate_at(v: &Value, schema: &Value, path: &str) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    walk(v, schema, path, &mut out);
+    out
+}
+
 fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_string()

@@ -4,6 +4,7 @@
 
 pub mod admission;
 pub mod auth;
+pub mod crd_defaults;
 pub mod crd_validation;
 pub mod crds;
 pub mod defaults;
@@ -15,6 +16,7 @@ pub mod local;
 pub mod managed_fields;
 pub mod meta;
 pub mod openapi;
+pub mod openapi_v2;
 pub mod patch;
 pub mod protobuf;
 pub mod registry;

@@ -3,7 +3,7 @@
 //! CRD group versions get a document generated from the CRD schema, with the PATCH operations
 //! and `fieldValidation` parameter kubectl looks for before it sends server-side field
 //! validation. The same component schemas drive strategic merge (see [`crate::schema`]).
-//! `/openapi/v2` is not served (kubectl asks for it only in protobuf and falls back to v3).
+//! `/openapi/v2` is [`crate::openapi_v2`].
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -52,6 +52,8 @@ pub const BUILTIN_V3: &[(&str, &str)] = &[
 
 /// Parsed component schemas of the built-in documents, indexed by GVK.
 pub struct OpenApi {
+    /// The OpenAPI v2 document (`/openapi/v2`).
+    pub v2: crate::openapi_v2::OpenApiV2,
     components: HashMap<String, Value>,
     by_gvk: HashMap<(String, String, String), String>,
 }
@@ -92,7 +94,11 @@ impl OpenApi {
                 }
             }
         }
-        OpenApi { components, by_gvk }
+        OpenApi {
+            v2: crate::openapi_v2::OpenApiV2::new(),
+            components,
+            by_gvk,
+        }
     }
 
     /// The schema of a built-in kind.

@@ -17,8 +17,14 @@ fn qualified_kind(kind: &str, group: &str) -> String {
 }
 
 /// One cause as is, several as `[a, b]` (the aggregate format of the real server).
+/// Identical lines are shown once, as Go's `utilerrors.Aggregate` does.
 fn joined(causes: &[FieldError]) -> String {
-    let lines: Vec<String> = causes.iter().map(FieldError::to_line).collect();
+    let mut lines: Vec<String> = Vec::new();
+    for line in causes.iter().map(FieldError::to_line) {
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
     if lines.len() == 1 {
         lines[0].clone()
     } else {

@@ -558,3 +558,109 @@ async fn namespace_deletion_removes_contents_and_state_file_survives_restart() {
         "resourceVersions continue after a restart"
     );
 }
+
+/// Metadata sent through `/status` is kept for built-in kinds (their status strategies reset
+/// only `spec`; glbc sends its finalizer and annotations this way, issue 32) and dropped for
+/// custom resources (whose status strategy copies the stored object); Pods keep their stored
+/// `ownerReferences`.
+#[tokio::test]
+async fn status_writes_keep_metadata_per_kind() {
+    let server = start(&["--no-local-controllers"]);
+    let http = Http::new(&server);
+    let ings = "/apis/networking.k8s.io/v1/namespaces/default/ingresses";
+    let ing = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "web"},
+        "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}});
+    assert_eq!(http.post(ings, ing).await.0, 201);
+    let patch = json!({"metadata": {"annotations": {"ingress.kubernetes.io/url-map": "k8s2-um"},
+        "finalizers": ["networking.gke.io/ingress-finalizer-V2"]},
+        "status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.9"}]}}});
+    let (code, after) = http
+        .patch(
+            &format!("{ings}/web/status"),
+            patch,
+            "application/merge-patch+json",
+        )
+        .await;
+    assert_eq!(code, 200, "{after}");
+    assert_eq!(
+        after["metadata"]["annotations"]["ingress.kubernetes.io/url-map"], "k8s2-um",
+        "annotations written through /status are kept"
+    );
+    assert_eq!(
+        after["metadata"]["finalizers"],
+        json!(["networking.gke.io/ingress-finalizer-V2"])
+    );
+
+    let svcs = "/api/v1/namespaces/default/services";
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"ports": [{"port": 80}], "selector": {"app": "web"}}});
+    assert_eq!(http.post(svcs, svc).await.0, 201);
+    let patch = json!({"metadata": {"annotations": {"cloud.google.com/neg-status": "{}"}},
+        "spec": {"selector": {"app": "other"}}});
+    let (code, after) = http
+        .patch(
+            &format!("{svcs}/web/status"),
+            patch,
+            "application/merge-patch+json",
+        )
+        .await;
+    assert_eq!(code, 200, "{after}");
+    assert_eq!(
+        after["metadata"]["annotations"]["cloud.google.com/neg-status"],
+        "{}"
+    );
+    assert_eq!(
+        after["spec"]["selector"],
+        json!({"app": "web"}),
+        "spec is reset"
+    );
+
+    let pods = "/api/v1/namespaces/default/pods";
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p",
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u1"}]},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}});
+    let (code, body) = http.post(pods, pod).await;
+    assert_eq!(code, 201, "{body}");
+    let patch = json!({"metadata": {"labels": {"l": "v"}, "ownerReferences": null},
+        "status": {"phase": "Running"}});
+    let (code, after) = http
+        .patch(
+            &format!("{pods}/p/status"),
+            patch,
+            "application/merge-patch+json",
+        )
+        .await;
+    assert_eq!(code, 200, "{after}");
+    assert_eq!(after["metadata"]["labels"]["l"], "v");
+    assert_eq!(after["metadata"]["ownerReferences"][0]["uid"], "u1");
+
+    let crd: serde_json::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(api_support::fixture("backendconfig-crd.yaml")).expect("fixture"),
+    )
+    .expect("CRD fixture");
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let (code, body) = http.post(crds, crd).await;
+    assert_eq!(code, 201, "{body}");
+    let bcs = "/apis/cloud.google.com/v1/namespaces/default/backendconfigs";
+    let bc = json!({"apiVersion": "cloud.google.com/v1", "kind": "BackendConfig",
+        "metadata": {"name": "bc"}, "spec": {}});
+    api_support::poll_async("BackendConfig served", || {
+        let (http, bc) = (&http, bc.clone());
+        async move { (http.post(bcs, bc).await.0 == 201).then_some(()) }
+    })
+    .await;
+    let patch = json!({"metadata": {"annotations": {"a": "b"}}, "status": {"x": "y"}});
+    let (code, after) = http
+        .patch(
+            &format!("{bcs}/bc/status"),
+            patch,
+            "application/merge-patch+json",
+        )
+        .await;
+    assert_eq!(code, 200, "{after}");
+    assert!(
+        after["metadata"].get("annotations").is_none(),
+        "custom resources keep only status: {after}"
+    );
+}

@@ -228,10 +228,24 @@ async fn route(
                 )
                     .into_response());
             }
-            ["openapi", "v2"] | ["swagger.json"] => {
-                return Err(ApiError::NotAcceptable(
-                    "OpenAPI v2 is not served by fake-kube-apiserver; use /openapi/v3".into(),
-                ))
+            ["openapi", "v2"] => {
+                use crate::openapi_v2::{negotiate, V2Format};
+                let format = negotiate(accept).ok_or_else(|| {
+                    ApiError::NotAcceptable(format!(
+                        "only the following media types are accepted: application/json, {}",
+                        crate::openapi_v2::PROTOBUF
+                    ))
+                })?;
+                let doc = app.openapi.v2.document(registry);
+                if format == V2Format::Protobuf {
+                    return Ok((
+                        StatusCode::OK,
+                        [(header::CONTENT_TYPE, crate::openapi_v2::PROTOBUF)],
+                        crate::openapi_v2::from_json::encode(&doc),
+                    )
+                        .into_response());
+                }
+                return Ok(json_response(StatusCode::OK, &doc));
             }
             _ => {}
         }

@@ -263,6 +263,7 @@ pub async fn dispatch(
                 return Err(ApiError::MethodNotAllowed);
             }
             let mut obj = decode_body(headers, &body)?;
+            validation::decoding::check(&res, &obj, &body, app.openapi.schema_of(&res))?;
             if strict {
                 validation::strict(&res, &obj, app.openapi.schema_of(&res))?;
             }
@@ -278,6 +279,7 @@ pub async fn dispatch(
         }
         (Method::PUT, Some(name)) => {
             let obj = decode_body(headers, &body)?;
+            validation::decoding::check(&res, &obj, &body, app.openapi.schema_of(&res))?;
             if strict {
                 validation::strict(&res, &obj, app.openapi.schema_of(&res))?;
             }

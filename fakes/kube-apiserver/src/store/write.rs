@@ -28,8 +28,22 @@ fn default_custom(res: &ResourceInfo, obj: &mut Value) {
     }
 }
 
+/// `Ok` when `causes` is empty, else 422 `Invalid` naming `Kind.group "name"` with one cause
+/// per field error.
+fn refuse(kind: &str, group: &str, name: &str, causes: Vec<FieldError>) -> Result<(), ApiError> {
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::InvalidFields {
+        kind: kind.to_string(),
+        name: name.to_string(),
+        group: group.to_string(),
+        causes,
+    })
+}
+
 /// Schema validation of a custom resource against its CRD version's `openAPIV3Schema`
-/// (see [`crate::crd_validation`]); built-in kinds are not value-validated.
+/// (see [`crate::crd_validation`]).
 ///
 /// Errors: 422 `Invalid` with one cause per field error.
 fn validate_custom(res: &ResourceInfo, name: &str, obj: &Value) -> Result<(), ApiError> {
@@ -41,15 +55,35 @@ fn validate_custom(res: &ResourceInfo, name: &str, obj: &Value) -> Result<(), Ap
         return Ok(());
     };
     let causes = crate::crd_validation::validate(obj, schema);
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::InvalidFields {
-        kind: res.kind.clone(),
-        name: name.to_string(),
-        group: res.group.clone(),
-        causes,
-    })
+    refuse(&res.kind, &res.group, name, causes)
+}
+
+/// Value validation of a built-in kind (see [`crate::validation::builtin`]).
+///
+/// Errors: 422 `Invalid` with one cause per field error.
+fn validate_builtin(
+    res: &ResourceInfo,
+    ns: &str,
+    name: &str,
+    obj: &Value,
+    status_only: bool,
+) -> Result<(), ApiError> {
+    let causes = crate::validation::builtin::validate(res, ns, obj, status_only);
+    // events.k8s.io Events are stored as core Events: the real server names them `Event`.
+    let group = if res.is_events_v1() { "" } else { &res.group };
+    refuse(&res.kind, group, name, causes)
+}
+
+/// A CRD's schema `default`s (see [`crate::crd_defaults`]).
+///
+/// Errors: 422 `Invalid` naming each bad default.
+fn crd_defaults(res: &ResourceInfo, name: &str, crd: &Value) -> Result<(), ApiError> {
+    refuse(
+        &res.kind,
+        &res.group,
+        name,
+        crate::crd_defaults::errors(crd),
+    )
 }
 
 /// Everything but `metadata` and `status`: a change here bumps `metadata.generation`.
@@ -62,6 +96,41 @@ fn spec_part(obj: &Value) -> Value {
         m.remove("kind");
     }
     v
+}
+
+/// The object a `/status` write stores, as each kind's status strategy `PrepareForUpdate`
+/// makes it (k8s v1.28 `pkg/registry/*/strategy.go`). Built-in kinds keep the written
+/// `metadata` (labels, annotations, finalizers: glbc sends its finalizer and annotations this
+/// way) and reset everything else but `status` to the stored object (`Spec = oldSpec`); Pods
+/// also keep their stored `ownerReferences`, Deployments their stored labels. Custom resources
+/// keep only the written `status` (apiextensions' `customresource/status_strategy.go` copies
+/// the old object). The fields no write may change (uid, creationTimestamp, deletionTimestamp,
+/// generation, ...) are restored by the caller for every write.
+fn status_write(res: &ResourceInfo, old: &Value, new: Value) -> Value {
+    let mut r = old.clone();
+    let status = new.get("status").cloned().unwrap_or(Value::Null);
+    if res.crd_name.is_none() {
+        if let Some(md) = new.get("metadata") {
+            r["metadata"] = md.clone();
+        }
+        let md = metadata_mut(&mut r);
+        match res.kind.as_str() {
+            "Pod" => match old["metadata"].get("ownerReferences") {
+                Some(v) => md.insert("ownerReferences".into(), v.clone()),
+                None => md.remove("ownerReferences"),
+            },
+            "Deployment" => match old["metadata"].get("labels") {
+                Some(v) => md.insert("labels".into(), v.clone()),
+                None => md.remove("labels"),
+            },
+            _ => None,
+        };
+    }
+    r["status"] = status;
+    if r["status"].is_null() {
+        r.as_object_mut().expect("object").remove("status");
+    }
+    r
 }
 
 impl Store {
@@ -156,6 +225,7 @@ impl Store {
         crate::defaults::apply(res, &mut obj, None);
         default_custom(res, &mut obj);
         validate_custom(res, &name, &obj)?;
+        validate_builtin(res, ns, &name, &obj, false)?;
         let fields = managed_fields::entry(writer, &res.api_version(), None, &obj, now);
         metadata_mut(&mut obj).insert("managedFields".into(), json!([fields]));
         let mut inner = self.lock();
@@ -169,6 +239,7 @@ impl Store {
             });
         }
         if res.storage == "apiextensions.k8s.io/customresourcedefinitions" {
+            crd_defaults(res, &name, &obj)?;
             crds::establish(&mut obj).map_err(|e| invalid(res, &name, e.field(), e.to_string()))?;
         }
         let stored = self.commit(&mut inner, ChangeType::Added, res, ns, &name, obj, None);
@@ -238,12 +309,7 @@ impl Store {
             )));
         }
         let mut result = if status_only {
-            let mut r = old.clone();
-            r["status"] = new.get("status").cloned().unwrap_or(Value::Null);
-            if r["status"].is_null() {
-                r.as_object_mut().expect("object").remove("status");
-            }
-            r
+            status_write(res, &old, new)
         } else {
             if res.status_subresource {
                 match old.get("status") {
@@ -281,13 +347,28 @@ impl Store {
         }
         if old["metadata"]["deletionTimestamp"].is_string() {
             let before = finalizers(&old);
-            if let Some(f) = finalizers(&result)
+            let added: Vec<String> = finalizers(&result)
                 .into_iter()
-                .find(|f| !before.contains(f))
-            {
-                return Err(invalid(res, name, "metadata.finalizers", format!(
-                    "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers [{f:?}]"
-                )));
+                .filter(|f| !before.contains(f))
+                .map(|f| format!("{f:?}"))
+                .collect();
+            if !added.is_empty() {
+                // Reported twice, as the real server's generic update and the strategy's
+                // ValidateUpdate both run ValidateObjectMetaUpdate (the message shows it once).
+                let cause = FieldError {
+                    reason: "FieldValueForbidden",
+                    field: "metadata.finalizers".into(),
+                    message: format!(
+                        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                        added.join(", ")
+                    ),
+                };
+                return Err(ApiError::InvalidFields {
+                    kind: res.kind.clone(),
+                    name: name.to_string(),
+                    group: res.group.clone(),
+                    causes: vec![cause.clone(), cause],
+                });
             }
         }
         crate::defaults::apply(res, &mut result, Some(&old));
@@ -296,12 +377,14 @@ impl Store {
         // real server's validation ratcheting of unchanged fields.
         if spec_part(&result) != spec_part(&old) || result.get("status") != old.get("status") {
             validate_custom(res, name, &result)?;
+            validate_builtin(res, ns, name, &result, status_only)?;
         }
         if spec_part(&result) != spec_part(&old) && old["metadata"].get("generation").is_some() {
             let g = old["metadata"]["generation"].as_i64().unwrap_or(1) + 1;
             metadata_mut(&mut result).insert("generation".into(), json!(g));
         }
         if res.storage == "apiextensions.k8s.io/customresourcedefinitions" && !status_only {
+            crd_defaults(res, name, &result)?;
             crds::establish(&mut result)
                 .map_err(|e| invalid(res, name, e.field(), e.to_string()))?;
         }
