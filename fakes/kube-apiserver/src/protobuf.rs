@@ -59,6 +59,13 @@ impl Obj {
     }
 }
 
+/// `obj.put(json, s(&v.field))` for each `"json" => field`: the string fields of a message.
+macro_rules! strings_of {
+    ($obj:expr, $v:expr, $($json:literal => $field:ident),+ $(,)?) => {
+        $obj$(.put($json, s(&$v.$field)))+
+    };
+}
+
 fn s(v: &Option<String>) -> Option<Value> {
     v.as_ref().map(|s| json!(s))
 }
@@ -114,14 +121,11 @@ fn object_meta(m: &Option<meta::ObjectMeta>) -> Value {
         .owner_references
         .iter()
         .map(|o| {
-            Obj::default()
-                .put("apiVersion", s(&o.api_version))
-                .put("kind", s(&o.kind))
-                .put("name", s(&o.name))
-                .put("uid", s(&o.uid))
-                .put("controller", n(&o.controller))
-                .put("blockOwnerDeletion", n(&o.block_owner_deletion))
-                .done()
+            strings_of!(Obj::default(), o, "apiVersion" => api_version, "kind" => kind,
+                "name" => name, "uid" => uid)
+            .put("controller", n(&o.controller))
+            .put("blockOwnerDeletion", n(&o.block_owner_deletion))
+            .done()
         })
         .collect();
     Obj::default()
@@ -144,27 +148,15 @@ fn object_meta(m: &Option<meta::ObjectMeta>) -> Value {
 
 fn object_reference(r: &Option<core::v1::ObjectReference>) -> Option<Value> {
     let r = r.as_ref()?;
-    Some(
-        Obj::default()
-            .put("kind", s(&r.kind))
-            .put("namespace", s(&r.namespace))
-            .put("name", s(&r.name))
-            .put("uid", s(&r.uid))
-            .put("apiVersion", s(&r.api_version))
-            .put("resourceVersion", s(&r.resource_version))
-            .put("fieldPath", s(&r.field_path))
-            .done(),
-    )
+    let o = strings_of!(Obj::default(), r, "kind" => kind, "namespace" => namespace,
+        "name" => name, "uid" => uid, "apiVersion" => api_version,
+        "resourceVersion" => resource_version, "fieldPath" => field_path);
+    Some(o.done())
 }
 
 fn event_source(e: &Option<core::v1::EventSource>) -> Option<Value> {
     let e = e.as_ref()?;
-    Some(
-        Obj::default()
-            .put("component", s(&e.component))
-            .put("host", s(&e.host))
-            .done(),
-    )
+    Some(strings_of!(Obj::default(), e, "component" => component, "host" => host).done())
 }
 
 fn core_event(e: core::v1::Event) -> Value {
@@ -245,27 +237,15 @@ fn lease(l: coordination::v1::Lease) -> Value {
 
 fn resource_attributes(a: &Option<authorization::v1::ResourceAttributes>) -> Option<Value> {
     let a = a.as_ref()?;
-    Some(
-        Obj::default()
-            .put("namespace", s(&a.namespace))
-            .put("verb", s(&a.verb))
-            .put("group", s(&a.group))
-            .put("version", s(&a.version))
-            .put("resource", s(&a.resource))
-            .put("subresource", s(&a.subresource))
-            .put("name", s(&a.name))
-            .done(),
-    )
+    let o = strings_of!(Obj::default(), a, "namespace" => namespace, "verb" => verb,
+        "group" => group, "version" => version, "resource" => resource,
+        "subresource" => subresource, "name" => name);
+    Some(o.done())
 }
 
 fn non_resource_attributes(a: &Option<authorization::v1::NonResourceAttributes>) -> Option<Value> {
     let a = a.as_ref()?;
-    Some(
-        Obj::default()
-            .put("path", s(&a.path))
-            .put("verb", s(&a.verb))
-            .done(),
-    )
+    Some(strings_of!(Obj::default(), a, "path" => path, "verb" => verb).done())
 }
 
 fn access_review_spec(spec: &Option<authorization::v1::SubjectAccessReviewSpec>) -> Value {
@@ -376,12 +356,9 @@ fn decode_kind(
         ("authentication.k8s.io/v1", "TokenRequest") => dec!(authn::TokenRequest, |x| {
             let spec = x.spec.as_ref().map(|sp| {
                 let bound = sp.bound_object_ref.as_ref().map(|b| {
-                    Obj::default()
-                        .put("kind", s(&b.kind))
-                        .put("apiVersion", s(&b.api_version))
-                        .put("name", s(&b.name))
-                        .put("uid", s(&b.u_id))
-                        .done()
+                    strings_of!(Obj::default(), b, "kind" => kind, "apiVersion" => api_version,
+                        "name" => name, "uid" => u_id)
+                    .done()
                 });
                 Obj::default()
                     .put("audiences", strings(&sp.audiences))
