@@ -1,4 +1,5 @@
-//! The HTTP surface: `/compute/v1/...` (the API), `POST /batch/compute/v1` (gcloud's batch),
+//! The HTTP surface: `/compute/{v1,beta,alpha}/...` (the API, one store seen through each
+//! version), `POST /batch/compute/{version}` (gcloud's batch),
 //! and `/_emulator/...` (admin). Auth is optional (`--require-token`); the Host header is
 //! ignored, since the Rust client sends it without a port (reference/gce-clients.md).
 
@@ -18,8 +19,8 @@ use crate::errors::ApiError;
 /// The whole router.
 pub fn router(emu: Arc<Emulator>) -> Router {
     Router::new()
-        .route("/compute/v1/{*path}", any(compute))
-        .route("/batch/compute/v1", post(crate::batch::handle))
+        .route("/compute/{version}/{*path}", any(compute))
+        .route("/batch/compute/{version}", post(crate::batch::handle))
         .route("/batch", post(crate::batch::handle))
         .nest("/_emulator", crate::admin::router())
         .fallback(not_found)
@@ -84,14 +85,13 @@ async fn compute(
     if let Err(e) = check_auth(&emu, &headers) {
         return e.into_response();
     }
-    let path = uri
-        .path()
-        .strip_prefix("/compute/v1/")
-        .unwrap_or_default()
-        .to_string();
+    let Some((version, path)) = crate::emulator::ApiVersion::split_path(uri.path()) else {
+        return not_found(uri).await;
+    };
     let req = ApiRequest {
         method,
-        path,
+        version,
+        path: path.to_string(),
         query: parse_query(uri.query()),
         body,
     };

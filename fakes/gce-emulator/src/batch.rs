@@ -1,5 +1,6 @@
-//! gcloud's batch endpoint, `POST /batch/compute/v1` (multipart/mixed; each part an
-//! `application/http` request such as `DELETE /compute/v1/...?alt=json HTTP/1.1`). Parts run
+//! gcloud's batch endpoint, `POST /batch/compute/{v1,beta,alpha}` (multipart/mixed; each part
+//! an `application/http` request such as `DELETE /compute/v1/...?alt=json HTTP/1.1`, each
+//! answered in the version its own path names). Parts run
 //! in order; the answer is multipart/mixed with `Content-ID: <response-{id}>` per part, the
 //! shape gcloud's apitools accepted (reference/gce-clients.md, section 1).
 
@@ -104,7 +105,7 @@ pub fn parse(body: &str, boundary: &str) -> Result<Vec<BatchPart>, BatchError> {
     Ok(parts)
 }
 
-/// `POST /batch/compute/v1`.
+/// `POST /batch/compute/{version}` (and `POST /batch`).
 pub async fn handle(State(emu): State<Arc<Emulator>>, headers: HeaderMap, body: Bytes) -> Response {
     if let Err(e) = crate::api::check_auth(&emu, &headers) {
         return e.into_response();
@@ -129,11 +130,12 @@ pub async fn handle(State(emu): State<Arc<Emulator>>, headers: HeaderMap, body: 
             .map_or((part.target.as_str(), None), |(p, q)| (p, Some(q)));
         let result = match (
             Method::from_bytes(part.method.as_bytes()),
-            path.strip_prefix("/compute/v1/"),
+            crate::emulator::ApiVersion::split_path(path),
         ) {
-            (Ok(method), Some(p)) => {
+            (Ok(method), Some((version, p))) => {
                 emu.handle(ApiRequest {
                     method,
+                    version,
                     path: p.to_string(),
                     query: crate::api::parse_query(query),
                     body: Bytes::from(part.body),

@@ -86,8 +86,35 @@ async fn main() -> anyhow::Result<()> {
         state_file::spawn_writer(Arc::clone(&emu), p.clone());
     }
 
+    let metadata = match opts.metadata_listen {
+        Some(at) => {
+            let l = tokio::net::TcpListener::bind(at)
+                .await
+                .with_context(|| format!("cannot listen on {at} (--metadata-listen)"))?;
+            let md = gce_emulator::metadata::Metadata {
+                project: opts.metadata_project.clone(),
+                numeric_project: "100000000001".into(),
+                zone: opts.metadata_zone.clone(),
+                instance: "gce-emulator-vm".into(),
+                token: opts
+                    .require_token
+                    .clone()
+                    .filter(|t| !t.is_empty())
+                    .unwrap_or_else(|| "gce-emulator-token".into()),
+            };
+            let addr = l.local_addr()?;
+            tokio::spawn(async move {
+                let _ = axum::serve(l, gce_emulator::metadata::router(md)).await;
+            });
+            Some(addr)
+        }
+        None => None,
+    };
     let mut out = std::io::stdout();
     writeln!(out, "{root}")?;
+    if let Some(addr) = metadata {
+        writeln!(out, "metadata http://{addr}/")?;
+    }
     out.flush()?;
     tracing::info!(%addr, "gce-emulator serving");
     axum::serve(listener, api::router(emu)).await?;

@@ -23,7 +23,7 @@ pub struct Target {
     pub coll: &'static Collection,
     /// Project id from the path.
     pub project: String,
-    /// Zone from the path (zonal collections).
+    /// Zone from the path (zonal collections), or region (regional collections).
     pub zone: Option<String>,
     /// Resource name from the path, when the request names one.
     pub name: Option<String>,
@@ -35,6 +35,12 @@ impl Target {
         match (&self.coll.scope, &self.zone) {
             (Scope::Zonal, Some(z)) => {
                 format!("projects/{}/zones/{z}/{}/", self.project, self.coll.segment)
+            }
+            (Scope::Regional, Some(r)) => {
+                format!(
+                    "projects/{}/regions/{r}/{}/",
+                    self.project, self.coll.segment
+                )
             }
             (Scope::Project, _) => format!("projects/{}/{}/", self.project, self.coll.segment),
             _ => format!("projects/{}/global/{}/", self.project, self.coll.segment),

@@ -50,6 +50,17 @@ pub struct Options {
     /// Worker threads of the data plane's own runtime.
     #[arg(long, default_value_t = 2)]
     pub dataplane_threads: usize,
+    /// Also serve a GCE metadata server here (project, zone, the default service account's
+    /// token) for clients that read it, reached with `GCE_METADATA_HOST=ADDR`; its URL is the
+    /// second stdout line (`metadata http://ADDR/`).
+    #[arg(long)]
+    pub metadata_listen: Option<SocketAddr>,
+    /// The project the metadata server describes.
+    #[arg(long, default_value = "p1")]
+    pub metadata_project: String,
+    /// The zone the metadata server describes (a served zone).
+    #[arg(long, default_value = "us-central1-a")]
+    pub metadata_zone: String,
 }
 
 /// Parses `80=18080,443=18443` (empty: no mapping).

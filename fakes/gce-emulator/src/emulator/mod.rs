@@ -2,13 +2,15 @@
 //! fault injection and call counting, commits mutations to the [`State`], records the
 //! Operation, publishes a new [`Snapshot`] to the data plane and persists the state file.
 //!
-//! Submodules: [`route`] (path -> call, method ids), `custom` (custom verbs), `projects`
-//! (projects and Shared VPC), `certs` (MANAGED certificate provisioning).
+//! Submodules: [`route`] (path -> call, method ids), [`version`] (v1, beta and alpha views of
+//! one store), `custom` (custom verbs), `projects` (projects and Shared VPC), `certs` (MANAGED
+//! certificate provisioning).
 
 mod certs;
 mod custom;
 mod projects;
 pub(crate) mod route;
+pub mod version;
 
 use std::collections::{BTreeSet, HashSet};
 use std::net::Ipv4Addr;
@@ -35,6 +37,7 @@ use crate::snapshot::{ResourceKey, Snapshot};
 use crate::store::State;
 
 use self::route::{method_id, method_not_found, route, Call};
+pub use self::version::ApiVersion;
 
 /// How long the publisher waits after a mutation before taking the snapshot.
 const PUBLISH_COALESCE: Duration = Duration::from_millis(1);
@@ -67,12 +70,15 @@ impl Default for Config {
     }
 }
 
-/// One API request: method, the path after `/compute/v1/`, the decoded query and the body.
+/// One API request: method, API version, the path after `/compute/{version}/`, the decoded
+/// query and the body.
 #[derive(Clone, Debug)]
 pub struct ApiRequest {
     /// HTTP method.
     pub method: Method,
-    /// Path after `/compute/v1/` (`projects/p/global/urlMaps/um1`).
+    /// The API version the path names (`/compute/v1/`, `/compute/beta/`, `/compute/alpha/`).
+    pub version: ApiVersion,
+    /// Path after `/compute/{version}/` (`projects/p/global/urlMaps/um1`).
     pub path: String,
     /// Decoded query pairs, in order.
     pub query: Vec<(String, String)>,
@@ -186,7 +192,8 @@ impl Emulator {
         });
     }
 
-    /// Handles one API request. Counts it, applies injected faults, then runs the method.
+    /// Handles one API request. Counts it, applies injected faults, then runs the method and
+    /// answers in the request's API version ([`ApiVersion::view`]).
     pub async fn handle(self: &Arc<Self>, req: ApiRequest) -> Result<Value, ApiError> {
         let started = Instant::now();
         let call = route(&req)?;
@@ -198,7 +205,10 @@ impl Emulator {
         }
         let result = match fault.error {
             Some(e) => Err(e),
-            None => self.execute(call, &req).await,
+            None => self
+                .execute(call, &req)
+                .await
+                .map(|v| req.version.view(&self.base, v)),
         };
         let code = result.as_ref().map_or_else(|e| e.code, |_| 200);
         self.metrics.observe(&method, code, started.elapsed());
@@ -209,6 +219,14 @@ impl Emulator {
     }
 
     async fn execute(self: &Arc<Self>, call: Call, req: &ApiRequest) -> Result<Value, ApiError> {
+        if let Call::Insert(t) | Call::Delete(t) | Call::Update(t, _) | Call::Custom(t, _) = &call {
+            if !t.coll.writable {
+                return Err(crate::resources::refuse_write(t.coll));
+            }
+        }
+        if let Call::Insert(t) | Call::Update(t, _) = &call {
+            req.version.check_body(t.coll.kind, &req.body)?;
+        }
         match call {
             Call::OpWait(p, z, name) => self.wait_operation(&op_key(&p, z.as_deref(), &name)).await,
             Call::OpGet(p, z, name) => {
@@ -300,7 +318,15 @@ impl Emulator {
                 }
                 let range = self.config.address_range;
                 self.mutate(&t.project, req, |s| {
-                    methods::update(s, &t, &req.body, patch, range)
+                    // A PUT through a version keeps the fields that version cannot see.
+                    let kept = (!patch)
+                        .then(|| {
+                            let stored = s.resources.get(&t.key()).map(|v| v.as_ref());
+                            req.version.keep_hidden(stored, &req.body)
+                        })
+                        .flatten();
+                    let body = kept.as_deref().unwrap_or(&req.body);
+                    methods::update(s, &t, body, patch, range)
                 })
                 .await
             }

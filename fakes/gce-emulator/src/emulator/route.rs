@@ -1,13 +1,14 @@
 //! Routing: an API request's method and path to the [`Call`] it asks for, and the API method
 //! id (`compute.urlMaps.insert`) that fault injection, call counting and IAM use. Paths follow
-//! the Compute API v1 reference, including the legacy `/global/`-less paths of three verbs.
+//! the Compute API v1 reference, including the legacy `/global/`-less paths of three verbs; the
+//! beta and alpha APIs have the same paths under their own prefix (see [`super::version`]).
 
 use http::Method;
 
 use crate::emulator::ApiRequest;
 use crate::errors::ApiError;
 use crate::methods::Target;
-use crate::resources::{collection, Collection, Scope, COLLECTIONS};
+use crate::resources::{self, collection, zones, Collection, Scope};
 
 /// What a request asks for, after routing.
 #[derive(Clone, Debug)]
@@ -48,8 +49,10 @@ pub(crate) fn method_not_found(req: &ApiRequest) -> ApiError {
         404,
         "notFound",
         format!(
-            "The requested URL /compute/v1/{} (method {}) was not found on this server.",
-            req.path, req.method
+            "The requested URL /compute/{}/{} (method {}) was not found on this server.",
+            req.version.segment(),
+            req.path,
+            req.method
         ),
     )
 }
@@ -70,7 +73,7 @@ pub(crate) fn route(req: &ApiRequest) -> Result<Call, ApiError> {
         ["projects", p, rest @ ..] => (*p, rest),
         _ => return Err(nf()),
     };
-    let (zone, coll_segs): (Option<&str>, &[&str]) = match rest {
+    let (scope, zone, coll_segs): (Scope, Option<&str>, &[&str]) = match rest {
         [] if m == Method::GET => return Ok(Call::ProjectGet(project.into())),
         [verb] if *verb != "zones" => {
             return PROJECT_VERBS
@@ -97,14 +100,22 @@ pub(crate) fn route(req: &ApiRequest) -> Result<Call, ApiError> {
             return Ok(Call::ZoneGet(project.into(), z.to_string()))
         }
         ["aggregated", seg] if m == Method::GET => {
-            let coll = COLLECTIONS
-                .iter()
-                .find(|c| c.segment == *seg && c.writable)
+            let coll = resources::all()
+                .find(|c| c.segment == *seg && matches!(c.scope, Scope::Global | Scope::Zonal))
                 .ok_or_else(nf)?;
             return Ok(Call::Aggregated(coll, project.into()));
         }
-        ["global", rest @ ..] => (None, rest),
-        ["zones", z, rest @ ..] => (Some(*z), rest),
+        ["global", rest @ ..] => (Scope::Global, None, rest),
+        ["zones", z, rest @ ..] => (Scope::Zonal, Some(*z), rest),
+        // Regional collections: the region must be one of the served zones' regions.
+        ["regions", r, rest @ ..] if rest.first() != Some(&"operations") => {
+            if !zones::regions().contains(r) {
+                return Err(ApiError::not_found(&format!(
+                    "projects/{project}/regions/{r}"
+                )));
+            }
+            (Scope::Regional, Some(*r), rest)
+        }
         _ => return Err(nf()),
     };
     let zone_s = zone.map(str::to_string);
@@ -122,11 +133,6 @@ pub(crate) fn route(req: &ApiRequest) -> Result<Call, ApiError> {
         ["operations", ..] => return Err(nf()),
         _ => {}
     }
-    let scope = if zone.is_some() {
-        Scope::Zonal
-    } else {
-        Scope::Global
-    };
     let (seg, tail) = coll_segs.split_first().ok_or_else(nf)?;
     let coll = collection(scope, seg).ok_or_else(nf)?;
     Ok(match tail {
@@ -217,6 +223,7 @@ mod tests {
             path: path.into(),
             query: vec![],
             body: Bytes::new(),
+            version: Default::default(),
         }
     }
 

@@ -7,6 +7,7 @@ pub mod firewalls;
 pub mod global_addresses;
 pub mod global_forwarding_rules;
 pub mod health_checks;
+pub mod instance_groups;
 pub mod instances;
 pub mod network_endpoint_groups;
 pub mod networks;
@@ -33,6 +34,9 @@ pub enum Scope {
     Global,
     /// `projects/{p}/zones/{zone}/{collection}`.
     Zonal,
+    /// `projects/{p}/regions/{region}/{collection}` (the regional twin of a global collection,
+    /// served by the same resource module).
+    Regional,
     /// `projects/{p}/{collection}` (zones).
     Project,
 }
@@ -76,6 +80,15 @@ macro_rules! coll {
             updatable: $upd,
             writable: $w,
         }
+    };
+}
+
+/// A collection that answers `get` and `list` only (writes are refused: see
+/// [`refuse_write`]).
+#[rustfmt::skip]
+macro_rules! read_only {
+    ($seg:literal, $api:literal, $kind:literal, $scope:expr) => {
+        coll!($seg, $api, $kind, $scope, fp = false, lfp = false, upd = false, w = false)
     };
 }
 
@@ -233,11 +246,52 @@ pub static COLLECTIONS: &[Collection] = &[
     ),
 ];
 
+/// Collections served for `get` and `list` only: zonal instanceGroups, and the regional twins
+/// of the global collections that garbage collectors list (GKE's Ingress controller lists
+/// regional URL maps and backend services on every sync). Regional ones become writable, in
+/// [`COLLECTIONS`], with regional load balancers.
+#[rustfmt::skip]
+pub static READ_ONLY: &[Collection] = &[
+    read_only!("instanceGroups", "instanceGroups", "instanceGroup", Scope::Zonal),
+    read_only!("urlMaps", "regionUrlMaps", "urlMap", Scope::Regional),
+    read_only!("backendServices", "regionBackendServices", "backendService", Scope::Regional),
+    read_only!("healthChecks", "regionHealthChecks", "healthCheck", Scope::Regional),
+    read_only!("targetHttpProxies", "regionTargetHttpProxies", "targetHttpProxy", Scope::Regional),
+    read_only!("targetHttpsProxies", "regionTargetHttpsProxies", "targetHttpsProxy", Scope::Regional),
+    read_only!("sslCertificates", "regionSslCertificates", "sslCertificate", Scope::Regional),
+    read_only!("forwardingRules", "forwardingRules", "forwardingRule", Scope::Regional),
+    read_only!("addresses", "addresses", "address", Scope::Regional),
+];
+
+/// Every collection served: [`COLLECTIONS`], then [`READ_ONLY`].
+pub fn all() -> impl Iterator<Item = &'static Collection> {
+    COLLECTIONS.iter().chain(READ_ONLY)
+}
+
+/// The answer to a write (insert, update, patch, delete, custom verb) to a collection that
+/// is not [`Collection::writable`]: 400 `invalid` saying what the emulator serves instead.
+pub fn refuse_write(coll: &Collection) -> ApiError {
+    match coll.scope {
+        Scope::Zonal if coll.segment == "instanceGroups" => instance_groups::refuse_write(),
+        Scope::Regional => ApiError::new(
+            400,
+            "invalid",
+            format!(
+                "Regional {} are not emulated: they answer get and list (empty) only; use the global collection (global load balancers).",
+                coll.segment
+            ),
+        ),
+        _ => ApiError::new(
+            400,
+            "invalid",
+            format!("{} are read-only in the emulator.", coll.segment),
+        ),
+    }
+}
+
 /// The collection served at `segment` in `scope`.
 pub fn collection(scope: Scope, segment: &str) -> Option<&'static Collection> {
-    COLLECTIONS
-        .iter()
-        .find(|c| c.scope == scope && c.segment == segment)
+    all().find(|c| c.scope == scope && c.segment == segment)
 }
 
 /// The collection a stored key belongs to (`projects/p/global/urlMaps/x` -> urlMaps).
@@ -246,6 +300,7 @@ pub fn collection_of_key(key: &str) -> Option<&'static Collection> {
     match parts.as_slice() {
         ["projects", _, "global", seg, _] => collection(Scope::Global, seg),
         ["projects", _, "zones", _, seg, _] => collection(Scope::Zonal, seg),
+        ["projects", _, "regions", _, seg, _] => collection(Scope::Regional, seg),
         _ => None,
     }
 }
