@@ -2,17 +2,25 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo test test-real-api record-real-api build deps crds bench bench-instructions lint fmt clean mutants
+.PHONY: demo test test-real-api record-real-api build native-deps deps crds bench bench-instructions lint fmt clean mutants
 
 ## Build every binary (operator, gce-emulator, fake-kube-apiserver).
-build:
+build: native-deps
 	$(CARGO) build --workspace --bins
+
+## What the emulator links and loads (Debian packages): libmodsecurity 3 with its headers and
+## pkg-config (the modsecurity-sys binding links it) and the OWASP Core Rule Set 3.3 (Cloud
+## Armor's preconfigured WAF rules run it; docs/emulator-dataplane.md).
+native-deps:
+	@{ command -v pkg-config >/dev/null && pkg-config --exists modsecurity && [ -f /usr/share/modsecurity-crs/rules/REQUEST-942-APPLICATION-ATTACK-SQLI.conf ]; } \
+	  || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pkg-config libmodsecurity-dev modsecurity-crs; } \
+	  || { echo "the emulator needs libmodsecurity and the OWASP CRS: apt-get install pkg-config libmodsecurity-dev modsecurity-crs"; exit 1; }
 
 ## Tools the tests drive as real clients: kubectl and gcloud (on the machine image), the Python
 ## Compute client (pip), openssl (the only client here that still offers TLS 1.0/1.1), and the
 ## test runner cargo-nextest (its timeouts in .config/nextest.toml end hung tests). Installed here
 ## so a fresh machine can run `make test`.
-deps:
+deps: native-deps
 	@command -v kubectl >/dev/null || { echo "kubectl is required (see README.md)"; exit 1; }
 	@command -v gcloud >/dev/null || { echo "gcloud is required (see README.md)"; exit 1; }
 	@python3 -c 'import google.cloud.compute_v1' 2>/dev/null || python3 -m pip install -q 'google-cloud-compute==1.57.0'

@@ -1,6 +1,8 @@
 //! The admin API under `/_emulator/` (see docs/emulator.md):
 //! `POST reset`; `GET state`; `GET|POST|DELETE faults`, `DELETE faults/{id}`;
-//! `GET|DELETE calls`; `GET listeners`; `GET ca.pem`; `GET health`; `GET metrics`.
+//! `GET|DELETE calls`; `GET listeners`; `GET ca.pem`; `GET health`; `GET metrics`;
+//! `GET|DELETE logs` (request logs, `logging_api`); `GET|PUT regions` (Cloud Armor's
+//! `origin.region_code`); `GET|PUT iap/accessors`, `GET iap/public_key-jwk` (IAP).
 
 use std::sync::Arc;
 
@@ -29,6 +31,13 @@ pub fn router() -> Router<Arc<Emulator>> {
         .route("/ca.pem", get(ca_pem))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
+        .route("/regions", get(regions).put(set_regions))
+        .route("/iap/accessors", get(iap_accessors).put(set_iap_accessors))
+        .route("/iap/public_key-jwk", get(iap_jwks))
+        .route(
+            "/logs",
+            get(crate::logging_api::admin_list).delete(crate::logging_api::admin_clear),
+        )
 }
 
 async fn reset(State(emu): State<Arc<Emulator>>) -> Json<Value> {
@@ -143,4 +152,104 @@ async fn metrics(State(emu): State<Arc<Emulator>>) -> Response {
         text,
     )
         .into_response()
+}
+
+/// `GET /_emulator/regions`: `{"regions": {"CIDR": "CC", ...}}`.
+async fn regions(State(emu): State<Arc<Emulator>>) -> Json<Value> {
+    let m: serde_json::Map<String, Value> = emu
+        .dataplane
+        .get()
+        .map(|d| d.armor().regions())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(n, c)| (n.to_string(), json!(c)))
+        .collect();
+    Json(json!({"regions": m}))
+}
+
+/// `PUT /_emulator/regions` with `{"regions": {"127.44.0.0/16": "DE", ...}}`: the local mapping
+/// from client address ranges to Cloud Armor's `origin.region_code` (most specific range wins).
+async fn set_regions(State(emu): State<Arc<Emulator>>, body: axum::body::Bytes) -> Response {
+    let v: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return bad(&e.to_string()),
+    };
+    let Some(m) = v.get("regions").and_then(Value::as_object) else {
+        return bad("expected {\"regions\": {\"CIDR\": \"REGION_CODE\"}}");
+    };
+    let mut map = Vec::new();
+    for (cidr, code) in m {
+        let Ok(net) = cidr.parse::<ipnet::IpNet>() else {
+            return bad(&format!("regions: {cidr:?} is not a CIDR range"));
+        };
+        let Some(code) = code
+            .as_str()
+            .filter(|c| c.len() == 2 && c.chars().all(|x| x.is_ascii_uppercase()))
+        else {
+            return bad(&format!(
+                "regions[{cidr:?}]: expected a two-letter ISO 3166-1 code such as \"DE\""
+            ));
+        };
+        map.push((net, code.to_string()));
+    }
+    if let Some(d) = emu.dataplane.get() {
+        d.armor().set_regions(map);
+    }
+    regions(State(emu)).await.into_response()
+}
+
+/// `GET /_emulator/iap/accessors`: `{"bindings": [{"member": "user:EMAIL", "backendService"}]}`.
+async fn iap_accessors(State(emu): State<Arc<Emulator>>) -> Json<Value> {
+    Json(
+        emu.dataplane
+            .get()
+            .map(|d| d.iap().accessors())
+            .unwrap_or_else(|| json!({"bindings": []})),
+    )
+}
+
+/// `PUT /_emulator/iap/accessors` with `{"bindings": [{"member": "user:alice@example.com",
+/// "backendService": "projects/p/global/backendServices/bs"}]}` (`backendService` absent or
+/// `*`: every IAP-enabled backend service): who IAP lets through, as granting
+/// `roles/iap.httpsResourceAccessor` does. Replaces the previous bindings.
+async fn set_iap_accessors(State(emu): State<Arc<Emulator>>, body: axum::body::Bytes) -> Response {
+    let v: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return bad(&e.to_string()),
+    };
+    let mut out = Vec::new();
+    for b in v
+        .get("bindings")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(member) = b
+            .get("member")
+            .and_then(Value::as_str)
+            .filter(|m| m.contains('@'))
+        else {
+            return bad("bindings[].member: expected user:EMAIL");
+        };
+        let service = match b.get("backendService").and_then(Value::as_str) {
+            None | Some("*") => "*".to_string(),
+            Some(s) => match crate::snapshot::key_from_url(s) {
+                Some(k) => k,
+                None => return bad(&format!("bindings[].backendService {s:?}: expected projects/P/global/backendServices/NAME")),
+            },
+        };
+        out.push((member.to_string(), service));
+    }
+    if let Some(d) = emu.dataplane.get() {
+        d.iap().set_accessors(out);
+    }
+    iap_accessors(State(emu)).await.into_response()
+}
+
+/// `GET /_emulator/iap/public_key-jwk`: the JWK set that verifies `x-goog-iap-jwt-assertion`.
+async fn iap_jwks(State(emu): State<Arc<Emulator>>) -> Response {
+    match emu.dataplane.get() {
+        Some(d) => Json(d.iap().jwks()).into_response(),
+        None => (StatusCode::SERVICE_UNAVAILABLE, "no data plane\n").into_response(),
+    }
 }

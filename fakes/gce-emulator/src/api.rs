@@ -22,6 +22,7 @@ pub fn router(emu: Arc<Emulator>) -> Router {
         .route("/compute/{version}/{*path}", any(compute))
         .route("/batch/compute/{version}", post(crate::batch::handle))
         .route("/batch", post(crate::batch::handle))
+        .route("/v2/entries:list", post(crate::logging_api::entries_list))
         .nest("/_emulator", crate::admin::router())
         .fallback(not_found)
         .with_state(emu)

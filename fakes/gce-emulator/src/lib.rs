@@ -21,6 +21,7 @@ pub mod faults;
 pub mod filter;
 pub mod health_state;
 pub mod listing;
+pub mod logging_api;
 pub mod metadata;
 pub mod methods;
 pub mod metrics;

@@ -1,7 +1,8 @@
 //! Optional access log: one JSON object per request and line, appended to a file by a
 //! dedicated thread so the request path never blocks on disk. Records carry the forwarding
 //! rule, the matched URL map rule, the backend service and endpoint, like the `jsonPayload` of
-//! Cloud Logging's load balancer request logs (`statusDetails` is in the 502 body instead).
+//! Cloud Logging's load balancer request logs. The same record feeds the Cloud Logging entries
+//! of backend services with `logConfig.enable` (`dataplane/logging/`).
 
 use std::io::Write;
 use std::path::Path;
@@ -10,7 +11,31 @@ use std::sync::mpsc;
 use http::Request;
 use serde::Serialize;
 
+use crate::dataplane::armor::PolicyLog;
 use crate::dataplane::proxy::ConnInfo;
+
+/// A response extension naming Cloud Logging's `statusDetails` for responses the proxy made
+/// itself (`failed_to_pick_backend`, `denied_by_security_policy`, `response_from_cache`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatusDetails(pub &'static str);
+
+/// The cache fields of a request served by a Cloud CDN-enabled backend service (Cloud
+/// Logging's `httpRequest.cacheLookup`, `cacheHit`, `cacheValidatedWithOriginServer`,
+/// `cacheFillBytes`, and `jsonPayload.cacheDecision`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheLog {
+    /// The cache was looked up.
+    pub cache_lookup: bool,
+    /// Served from the cache.
+    pub cache_hit: bool,
+    /// A stale entry was revalidated with the backend.
+    pub cache_validated_with_origin_server: bool,
+    /// Bytes stored in the cache by this request.
+    pub cache_fill_bytes: u64,
+    /// Why the response was or was not cached (e.g. `RESPONSE_HAS_SET_COOKIE`).
+    pub cache_decision: Vec<&'static str>,
+}
 
 /// One access log line.
 #[derive(Debug, Serialize)]
@@ -38,6 +63,31 @@ pub struct AccessRecord {
     pub endpoint: String,
     /// Milliseconds to response headers.
     pub latency_ms: f64,
+    /// `User-Agent`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub user_agent: String,
+    /// `Referer`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub referer: String,
+    /// `HTTP/1.1`, `HTTP/2.0`, ...
+    pub protocol: String,
+    /// Cloud Logging's `statusDetails`.
+    pub status_details: String,
+    /// `Content-Length` of the response, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_size: Option<u64>,
+    /// The Cloud Armor rule that decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enforced_security_policy: Option<PolicyLog>,
+    /// The first preview rule that matched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview_security_policy: Option<PolicyLog>,
+    /// Cloud CDN fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheLog>,
+    /// Whether the backend service's `logConfig` sampled this request into Cloud Logging.
+    #[serde(skip)]
+    pub cloud_log: bool,
 }
 
 impl AccessRecord {
@@ -69,8 +119,38 @@ impl AccessRecord {
             backend_service: String::new(),
             endpoint: String::new(),
             latency_ms: 0.0,
+            user_agent: header(req, http::header::USER_AGENT),
+            referer: header(req, http::header::REFERER),
+            protocol: format!("{:?}", req.version()),
+            status_details: String::new(),
+            response_size: None,
+            enforced_security_policy: None,
+            preview_security_policy: None,
+            cache: None,
+            cloud_log: false,
         }
     }
+
+    /// Fills what the response tells: `statusDetails` (from its [`StatusDetails`] extension,
+    /// else `response_sent_by_backend`) and its size when it has a `Content-Length`.
+    pub fn finish<B>(&mut self, resp: &http::Response<B>) {
+        self.status_details = resp
+            .extensions()
+            .get::<StatusDetails>()
+            .map_or("response_sent_by_backend", |d| d.0)
+            .to_string();
+        self.response_size = resp
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse().ok());
+    }
+}
+
+fn header<B>(req: &Request<B>, name: http::HeaderName) -> String {
+    req.headers()
+        .get(name)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default()
 }
 
 /// Sender side of the access log.

@@ -5,7 +5,7 @@
 //! Fields read from `compute#backendService` (Compute API v1 reference): `protocol`,
 //! `timeoutSec`, `sessionAffinity`, `affinityCookieTtlSec`, `localityLbPolicy`,
 //! `connectionDraining.drainingTimeoutSec`, `customRequestHeaders`, `customResponseHeaders`,
-//! `backends[].group`, `backends[].capacityScaler`, `healthChecks`, `securityPolicy`.
+//! `backends[].group`, `backends[].capacityScaler`, `healthChecks`, `securityPolicy`, `logConfig`, `enableCDN`, `cdnPolicy`, `iap`.
 
 use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, SocketAddr};
@@ -15,8 +15,11 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::dataplane::armor::SecurityPolicy;
+use crate::dataplane::cdn::Cdn;
+use crate::dataplane::iap::Iap;
+use crate::dataplane::logging::LogConfig;
 use crate::dataplane::metrics::BackendMetrics;
-use crate::dataplane::security_policy::SecurityPolicy;
 use crate::health_state::HealthKey;
 use crate::snapshot::ResourceKey;
 
@@ -129,6 +132,12 @@ pub struct BackendService {
     pub custom_response_headers: Vec<(http::HeaderName, String)>,
     /// The attached `securityPolicy`, if any.
     pub security_policy: Option<Arc<SecurityPolicy>>,
+    /// `logConfig`, when `enable` is true.
+    pub log_config: Option<LogConfig>,
+    /// Cloud CDN, when `enableCDN` is true.
+    pub cdn: Option<Arc<Cdn>>,
+    /// IAP, when `iap.enabled` is true.
+    pub iap: Option<Iap>,
     /// Metrics handles.
     pub metrics: BackendMetrics,
     rr: AtomicUsize,
@@ -183,6 +192,9 @@ impl BackendService {
             custom_request_headers: Vec::new(),
             custom_response_headers: Vec::new(),
             security_policy: None,
+            log_config: None,
+            cdn: None,
+            iap: None,
             metrics,
             rr: AtomicUsize::new(0),
         }

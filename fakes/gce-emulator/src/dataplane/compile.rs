@@ -15,12 +15,15 @@ use std::time::Duration;
 use rustls::ServerConfig;
 use serde_json::Value;
 
+use crate::dataplane::armor::SecurityPolicy;
 use crate::dataplane::backend_service::{
     parse_custom_headers, BackendProtocol, BackendService, Endpoint, LbPolicy, SessionAffinity,
 };
+use crate::dataplane::cdn::{policy::CdnPolicy, Cdn};
 use crate::dataplane::health::{ProbeSpec, ProbeTarget};
+use crate::dataplane::iap::Iap;
+use crate::dataplane::logging::LogConfig;
 use crate::dataplane::metrics::{Metrics, RequestMetrics};
-use crate::dataplane::security_policy::SecurityPolicy;
 use crate::dataplane::tls;
 use crate::dataplane::url_map::UrlMapTable;
 use crate::health_state::HealthKey;
@@ -37,6 +40,8 @@ pub struct Frontend {
     pub port: u16,
     /// The URL map key (for the access log).
     pub url_map: ResourceKey,
+    /// The target proxy key (for request logs).
+    pub target_proxy: ResourceKey,
     /// The compiled URL map, or why it could not be compiled (every request then gets 502).
     pub routing: Result<UrlMapTable, String>,
     /// Backend services indexed as the URL map's actions refer to them.
@@ -215,10 +220,39 @@ fn compile_backend_service(
     };
     bs.custom_request_headers = headers("customRequestHeaders");
     bs.custom_response_headers = headers("customResponseHeaders");
-    bs.security_policy = str_field(v, "securityPolicy")
-        .and_then(|u| snap.resolve(u))
-        .map(|p| Arc::new(SecurityPolicy::compile(p)));
+    bs.security_policy = str_field(v, "securityPolicy").and_then(|u| {
+        let k = key_from_url(u)?;
+        let p = snap.get(&k)?;
+        Some(Arc::new(SecurityPolicy::compile(&k, p)))
+    });
+    bs.log_config = LogConfig::compile(v);
+    bs.iap = Iap::compile(key, v);
+    if v.get("enableCDN").and_then(Value::as_bool) == Some(true) {
+        bs.cdn = Some(Arc::new(Cdn {
+            service: key.to_string(),
+            policy: CdnPolicy::compile(v.get("cdnPolicy").unwrap_or(&Value::Null)),
+            keys: signed_url_keys(snap, key),
+        }));
+    }
     bs
+}
+
+/// The signed URL keys of backend service `key`: stored by `addSignedUrlKey` as
+/// `Snapshot::private_keys["{key}/signedUrlKeys/{name}"]`, base64url.
+fn signed_url_keys(snap: &Snapshot, key: &str) -> Vec<(String, Vec<u8>)> {
+    use base64::Engine as _;
+    let prefix = format!("{key}/signedUrlKeys/");
+    snap.private_keys
+        .range(prefix.clone()..)
+        .take_while(|(k, _)| k.starts_with(&prefix))
+        .filter_map(|(k, v)| {
+            let value = base64::engine::general_purpose::URL_SAFE
+                .decode(v.trim())
+                .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(v.trim()))
+                .ok()?;
+            Some((k[prefix.len()..].to_string(), value))
+        })
+        .collect()
 }
 
 fn tls_config(
@@ -356,6 +390,7 @@ pub fn compile(snap: &Snapshot, carry: &mut Carry, metrics: &Metrics) -> Compile
             ip,
             port,
             url_map,
+            target_proxy: target_key.clone(),
             routing,
             services: services.clone(),
             quic: https && str_field(proxy, "quicOverride") == Some("ENABLE"),

@@ -10,18 +10,21 @@
 //! (`arc-swap`), so the request path takes no lock. See docs/emulator-dataplane.md.
 
 pub mod access_log;
+pub mod armor;
 pub mod backend_service;
+pub mod cdn;
 pub mod coarse_timer;
 pub mod compile;
 pub mod draining;
 pub mod grpc;
 pub mod grpc_health;
 pub mod health;
+pub mod iap;
 pub mod listener;
+pub mod logging;
 pub mod metrics;
 pub mod proxy;
 pub mod quic;
-pub mod security_policy;
 pub mod tls;
 pub mod upstream;
 pub mod url_map;
@@ -77,6 +80,10 @@ pub struct ListenerInfo {
 struct Shared {
     listeners: ArcSwap<Vec<ListenerInfo>>,
     metrics: Arc<Metrics>,
+    armor: Arc<armor::State>,
+    logs: Arc<logging::Store>,
+    cdn: Arc<cdn::store::Store>,
+    iap: Arc<iap::State>,
 }
 
 /// Handle to the running data plane. Dropping it stops the data plane (listeners close,
@@ -99,6 +106,10 @@ impl DataPlane {
         let shared = Arc::new(Shared {
             listeners: ArcSwap::from_pointee(Vec::new()),
             metrics: Arc::new(Metrics::default()),
+            armor: Arc::default(),
+            logs: Arc::default(),
+            cdn: Arc::default(),
+            iap: Arc::default(),
         });
         let stop = CancellationToken::new();
         let run = run(
@@ -147,6 +158,26 @@ impl DataPlane {
         self.shared.listeners.load().as_ref().clone()
     }
 
+    /// Cloud Armor state: the region map behind `origin.region_code`, rate-limit counters.
+    pub fn armor(&self) -> Arc<armor::State> {
+        self.shared.armor.clone()
+    }
+
+    /// The request logs of backend services with `logConfig.enable`.
+    pub fn logs(&self) -> Arc<logging::Store> {
+        self.shared.logs.clone()
+    }
+
+    /// The Cloud CDN cache of every backend service (`urlMaps.invalidateCache` removes from it).
+    pub fn cdn(&self) -> Arc<cdn::store::Store> {
+        self.shared.cdn.clone()
+    }
+
+    /// IAP: the signing key (its JWK set) and the identities allowed through.
+    pub fn iap(&self) -> Arc<iap::State> {
+        self.shared.iap.clone()
+    }
+
     /// Data plane metrics in the Prometheus text exposition format.
     pub fn metrics_text(&self) -> String {
         self.shared.metrics.encode()
@@ -177,6 +208,10 @@ async fn run(
         upstream: upstream::Upstream::default(),
         access_log,
         timer: coarse_timer::CoarseTimer::start(),
+        armor: shared.armor.clone(),
+        logs: shared.logs.clone(),
+        cdn: shared.cdn.clone(),
+        iap: shared.iap.clone(),
     });
     let serving = Arc::new(Serving::new(ctx, DEFAULT_MAX_CONNECTIONS));
     let mut manager = Manager {

@@ -21,7 +21,7 @@ use http::{Request, Response, StatusCode, Uri};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
 
-use crate::dataplane::access_log::{AccessLog, AccessRecord};
+use crate::dataplane::access_log::{AccessLog, AccessRecord, StatusDetails};
 use crate::dataplane::backend_service::{
     affinity_cookie_value, BackendProtocol, BackendService, Endpoint, SessionAffinity,
 };
@@ -29,11 +29,11 @@ use crate::dataplane::coarse_timer::CoarseTimer;
 use crate::dataplane::compile::Frontend;
 use crate::dataplane::grpc;
 use crate::dataplane::quic;
-use crate::dataplane::security_policy::Verdict;
 use crate::dataplane::upstream::{Upstream, UpstreamBody};
 use crate::dataplane::url_map::{
     normalize_path, redirect_location, rewrite_path, RequestView, RouteAction,
 };
+use crate::dataplane::{armor, cdn, iap, logging};
 
 /// Response body: the endpoint's streamed body or a local one.
 pub type Body = Either<UpstreamBody, Full<Bytes>>;
@@ -142,9 +142,18 @@ pub struct ProxyContext {
     pub access_log: Option<AccessLog>,
     /// Per-request deadlines (`timeoutSec`, hyper's header read timeout).
     pub timer: CoarseTimer,
+    /// Cloud Armor state (rate-limit counters, region map).
+    pub armor: Arc<armor::State>,
+    /// Request logs (`logConfig`), read through the Cloud Logging API.
+    pub logs: Arc<logging::Store>,
+    /// The Cloud CDN cache.
+    pub cdn: Arc<cdn::store::Store>,
+    /// IAP's key and allowed identities.
+    pub iap: Arc<iap::State>,
 }
 
-fn local(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
+/// A response made by the proxy itself (`text/plain`, `Via: 1.1 google`).
+pub(crate) fn local(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
     let mut r = Response::new(Either::Right(Full::new(body.into())));
     *r.status_mut() = status;
     r.headers_mut().insert(
@@ -155,11 +164,13 @@ fn local(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
     r
 }
 
-fn bad_gateway(detail: &str, why: String) -> Response<Body> {
-    local(
+fn bad_gateway(detail: &'static str, why: String) -> Response<Body> {
+    let mut r = local(
         StatusCode::BAD_GATEWAY,
         format!("502 Bad Gateway: {detail}: {why}\n"),
-    )
+    );
+    r.extensions_mut().insert(StatusDetails(detail));
+    r
 }
 
 /// The request host as sent: the URI authority (HTTP/2, absolute form) or the `Host` header.
@@ -236,20 +247,26 @@ pub async fn handle(
         .access_log
         .as_ref()
         .map(|_| AccessRecord::new(&fe.rule, &conn, &req));
-    let (mut resp, backend) = forward(&ctx, &conn, &fe, req, rec.as_mut()).await;
+    let (mut resp, backend) = forward(&ctx, &conn, &fe, req, &mut rec).await;
     if fe.quic {
         quic::advertise(resp.headers_mut(), conn.local_port);
     }
     let status = resp.status().as_u16();
     let secs = start.elapsed().as_secs_f64();
     fe.metrics.observe(status, secs);
-    if let Some(bs) = backend {
+    if let Some(bs) = &backend {
         bs.metrics.observe(status, secs);
     }
-    if let (Some(log), Some(mut rec)) = (&ctx.access_log, rec) {
+    if let Some(mut rec) = rec {
         rec.status = status;
         rec.latency_ms = secs * 1000.0;
-        log.write(rec);
+        rec.finish(&resp);
+        if let (true, Some(bs)) = (rec.cloud_log, &backend) {
+            ctx.logs.record(&fe, bs, &rec);
+        }
+        if let Some(log) = &ctx.access_log {
+            log.write(rec);
+        }
     }
     Ok(resp)
 }
@@ -259,7 +276,7 @@ async fn forward(
     conn: &ConnInfo,
     fe: &Frontend,
     mut req: Request<Incoming>,
-    mut rec: Option<&mut AccessRecord>,
+    rec: &mut Option<AccessRecord>,
 ) -> (Response<Body>, Option<Arc<BackendService>>) {
     let routing = match &fe.routing {
         Ok(r) => r,
@@ -282,7 +299,7 @@ async fn forward(
         query,
         headers: req.headers(),
     });
-    if let Some(r) = rec.as_deref_mut() {
+    if let Some(r) = rec.as_mut() {
         r.url_map_rule = route.rule.to_string();
     }
     let fwd = match route.action {
@@ -309,16 +326,39 @@ async fn forward(
         0
     })]
     .clone();
-    if let Some(r) = rec.as_deref_mut() {
+    if let Some(l) = &bs.log_config {
+        logging::sample(l, &fe.rule, conn, &req, rec);
+    }
+    if let Some(r) = rec.as_mut() {
         r.backend_service = bs.key.clone();
     }
+    // Headers Cloud Armor's headerAction and IAP add (set below, with the other headers).
+    let mut edge_headers = Vec::new();
     if let Some(policy) = &bs.security_policy {
-        if let Verdict::Deny(code) = policy.evaluate(conn.client.ip()) {
-            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::FORBIDDEN);
-            return (
-                local(status, format!("{status}: denied_by_security_policy\n")),
-                Some(bs),
-            );
+        let facts = armor::enforce::Facts { conn, path, query };
+        match armor::enforce::enforce(&ctx.armor, policy, &facts, &req, rec) {
+            Ok(h) => edge_headers = h,
+            Err(resp) => return (*resp, Some(bs)),
+        }
+    }
+    if let Some(iap) = &bs.iap {
+        match iap::authorize(&ctx.iap, iap, &req, path, query) {
+            Ok(h) => edge_headers.extend(h),
+            Err(resp) => return (*resp, Some(bs)),
+        }
+    }
+    let mut fill = None;
+    if let Some(cdn) = &bs.cdn {
+        let facts = cdn::Facts {
+            https: conn.https,
+            host: host_full,
+            path,
+            query,
+        };
+        match Box::pin(cdn.lookup(&ctx.cdn, &req, &facts, rec)).await {
+            cdn::Lookup::Respond(resp) => return (resp, Some(bs)),
+            cdn::Lookup::Fill(f) => fill = Some(f),
+            cdn::Lookup::Bypass => {}
         }
     }
     // Only GENERATED_COOKIE affinity reads the `GCLB` cookie: skip parsing cookies otherwise.
@@ -331,7 +371,7 @@ async fn forward(
         return (bad_gateway("failed_to_pick_backend", why), Some(bs));
     };
     let ep = pick.endpoint.clone();
-    if let Some(r) = rec {
+    if let Some(r) = rec.as_mut() {
         r.endpoint = ep.addr.to_string();
     }
 
@@ -410,6 +450,9 @@ async fn forward(
         if let Ok(v) = HeaderValue::from_str(&expand(template, conn, version)) {
             headers.insert(name.clone(), v);
         }
+    }
+    for (name, v) in edge_headers {
+        headers.insert(name, v);
     }
     // HTTP/2 backends (gRPC): `te: trailers` goes through, and timeoutSec bounds the whole
     // stream (grpc.rs). Nothing of this runs for HTTP and HTTPS backends.
@@ -503,7 +546,11 @@ async fn forward(
             h.append(SET_COOKIE, v);
         }
     }
-    (resp.map(Either::Left), Some(bs))
+    let resp = resp.map(Either::Left);
+    match fill {
+        Some(f) => (Box::pin(f.store(resp, rec)).await, Some(bs)),
+        None => (resp, Some(bs)),
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! Custom verbs that are more than setting fields: `backendServices.getHealth`,
 //! `networkEndpointGroups.{list,attach,detach}NetworkEndpoints`, `urlMaps.validate` and
-//! `invalidateCache`, `securityPolicies.{get,add,patch,remove}Rule`. Field setters
+//! `invalidateCache` (which empties the data plane's Cloud CDN cache), `securityPolicies.
+//! {get,add,patch,remove}Rule`, `backendServices.{add,delete}SignedUrlKey` (keys kept beside the
+//! certificate keys, never served). Field setters
 //! (`setUrlMap`, `setLabels`, ...) go through [`crate::methods::set_fields`].
 
 use std::sync::Arc;
@@ -120,14 +122,69 @@ impl Emulator {
                 Ok(url_maps::validate_verb(&cx, &body))
             }
             ("urlMaps", "invalidateCache") => {
-                self.mutate(&t.project, req, |s| {
-                    methods::get(s, &t)?;
-                    Ok(Mutation {
-                        op_type: verb.to_string(),
-                        target: key.clone(),
-                        zone: None,
-                        target_id: None,
+                // CacheInvalidationRule: `path` (exact, or a prefix ending in `*`), `host`.
+                let body = methods::parse_body(&req.body)?;
+                let path = validate::req_str(&body, "cacheInvalidationRule", "path")?.to_string();
+                if !path.starts_with('/') {
+                    return Err(ApiError::invalid_value(
+                        "cacheInvalidationRule.path",
+                        &path,
+                        "The path must start with '/'.",
+                    ));
+                }
+                let host =
+                    validate::opt_str(&body, "cacheInvalidationRule", "host")?.map(str::to_string);
+                let mut services = Vec::new();
+                let r = self
+                    .mutate(&t.project, req, |s| {
+                        let um = methods::get(s, &t)?;
+                        services = backend_services::services_of_url_map(&um);
+                        Ok(Mutation {
+                            op_type: verb.to_string(),
+                            target: key.clone(),
+                            zone: None,
+                            target_id: None,
+                        })
                     })
+                    .await;
+                if r.is_ok() {
+                    if let Some(dp) = self.dataplane.get() {
+                        let n = dp.cdn().invalidate(&services, host.as_deref(), &path);
+                        tracing::info!(url_map = %key, path, removed = n, "cache invalidated");
+                    }
+                }
+                r
+            }
+            ("backendServices", "addSignedUrlKey" | "deleteSignedUrlKey") => {
+                let body = if req.body.is_empty() {
+                    Default::default()
+                } else {
+                    methods::parse_body(&req.body)?
+                };
+                self.mutate(&t.project, req, |s| {
+                    let bs = s
+                        .resources
+                        .get(&key)
+                        .cloned()
+                        .ok_or_else(|| ApiError::not_found(&key))?;
+                    let change =
+                        backend_services::signed_url_key_change(&bs, verb, &body, &req.query)?;
+                    let patch = serde_json::to_vec(
+                        &json!({"cdnPolicy": {"signedUrlKeyNames": change.names}}),
+                    )
+                    .expect("json");
+                    let mut m = methods::update(s, &t, &patch, true, range)?;
+                    let slot = backend_services::signed_url_key_slot(&key, &change.name);
+                    match change.value {
+                        Some(v) => {
+                            s.private_keys.insert(slot, v);
+                        }
+                        None => {
+                            s.private_keys.remove(&slot);
+                        }
+                    }
+                    m.op_type = verb.to_string();
+                    Ok(m)
                 })
                 .await
             }

@@ -104,6 +104,7 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
         validate::bool_field(iap, "resource.iap", "enabled", None)?;
         iap.remove("oauth2ClientSecretSha256");
     }
+    keep_signed_url_key_names(cx, r);
     validate::str_list(r, "resource", "customRequestHeaders")?;
     validate::str_list(r, "resource", "customResponseHeaders")?;
     let mut groups = Vec::new();
@@ -154,6 +155,22 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
     }
     validate::opt_str(r, "resource", "description")?;
     Ok(())
+}
+
+/// `cdnPolicy.signedUrlKeyNames` is output only: an update that does not name the keys keeps
+/// the ones `addSignedUrlKey` added (the verbs themselves send the new list).
+fn keep_signed_url_key_names(cx: &Prepare<'_>, r: &mut Obj) {
+    let Some(old) = cx
+        .old
+        .and_then(|o| o.pointer("/cdnPolicy/signedUrlKeyNames"))
+        .cloned()
+    else {
+        return;
+    };
+    let policy = r.entry("cdnPolicy").or_insert_with(|| json!({}));
+    if let Some(p) = policy.as_object_mut() {
+        p.entry("signedUrlKeyNames").or_insert(old);
+    }
 }
 
 /// `backendServices.getHealth`: body `{"group": URL}` naming one of the service's backends.
@@ -236,4 +253,117 @@ pub fn get_health(
         out["healthStatus"] = json!(statuses);
     }
     Ok(out)
+}
+
+/// Where the data plane finds a signed URL key of backend service `key` (base64url), in
+/// `State::private_keys` / `Snapshot::private_keys`; never served by the API.
+pub fn signed_url_key_slot(key: &str, name: &str) -> String {
+    format!("{key}/signedUrlKeys/{name}")
+}
+
+/// A change of signed URL keys: the key names the resource lists afterwards
+/// (`cdnPolicy.signedUrlKeyNames`), and the key to store (`Some((name, value))`) or remove.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SignedUrlKeyChange {
+    /// `cdnPolicy.signedUrlKeyNames` after the change.
+    pub names: Vec<String>,
+    /// The key name.
+    pub name: String,
+    /// The base64url value to store; `None` removes the key.
+    pub value: Option<String>,
+}
+
+/// Most signed URL keys a backend service holds (Cloud CDN docs, "Use signed URLs").
+pub const MAX_SIGNED_URL_KEYS: usize = 3;
+
+/// `backendServices.addSignedUrlKey` (body `{keyName, keyValue}`: an RFC 1035 name and a
+/// base64url-encoded 128-bit key) and `deleteSignedUrlKey` (query `keyName`). Errors: 400
+/// naming the field for a bad name or value, a fourth key, or an unknown key to delete; 409
+/// `alreadyExists` for a name already in use.
+pub fn signed_url_key_change(
+    bs: &Value,
+    verb: &str,
+    body: &Obj,
+    query: &[(String, String)],
+) -> Result<SignedUrlKeyChange, ApiError> {
+    use base64::Engine as _;
+    let mut names: Vec<String> = bs["cdnPolicy"]["signedUrlKeyNames"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    if verb == "deleteSignedUrlKey" {
+        let name = query
+            .iter()
+            .find(|(k, _)| k == "keyName")
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| ApiError::required("keyName"))?;
+        let before = names.len();
+        names.retain(|n| *n != name);
+        if names.len() == before {
+            return Err(ApiError::invalid_value(
+                "keyName",
+                &name,
+                "The backend service has no signed URL key with this name.",
+            ));
+        }
+        return Ok(SignedUrlKeyChange {
+            names,
+            name,
+            value: None,
+        });
+    }
+    let name = validate::req_str(body, "signedUrlKey", "keyName")?.to_string();
+    validate::check_name("signedUrlKey.keyName", &name)?;
+    let value = validate::req_str(body, "signedUrlKey", "keyValue")?.to_string();
+    let decoded = base64::engine::general_purpose::URL_SAFE
+        .decode(value.trim())
+        .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(value.trim()));
+    if decoded.map(|d| d.len()) != Ok(16) {
+        return Err(ApiError::invalid_value(
+            "signedUrlKey.keyValue",
+            "(not shown)",
+            "The key value must be a 128-bit key encoded in base64url (RFC 4648 section 5).",
+        ));
+    }
+    if names.contains(&name) {
+        return Err(ApiError::already_exists(&format!("signedUrlKey {name}")));
+    }
+    if names.len() >= MAX_SIGNED_URL_KEYS {
+        return Err(ApiError::invalid_value(
+            "signedUrlKey.keyName",
+            &name,
+            "A backend service holds at most 3 signed URL keys; delete one first.",
+        ));
+    }
+    names.push(name.clone());
+    Ok(SignedUrlKeyChange {
+        names,
+        name,
+        value: Some(value),
+    })
+}
+
+/// The backend services a URL map routes to (every reference to `backendServices` in it):
+/// the caches `urlMaps.invalidateCache` applies to.
+pub fn services_of_url_map(um: &Value) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) if s.contains("/backendServices/") => {
+                if let Some(k) = crate::snapshot::key_from_url(s) {
+                    if !out.contains(&k) {
+                        out.push(k);
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            Value::Object(o) => o.values().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(um, &mut out);
+    out
 }
