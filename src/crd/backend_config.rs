@@ -28,10 +28,10 @@ use serde::{Deserialize, Serialize};
 #[x_kube(validation = Rule::new("!(has(self.iap) && self.iap.enabled && has(self.cdn) && self.cdn.enabled)").message("iap and cdn cannot both be enabled on one BackendConfig (disable one of spec.iap.enabled or spec.cdn.enabled)"))]
 #[serde(rename_all = "camelCase")]
 pub struct BackendConfigSpec {
-    /// Cloud CDN settings (stored on the backend service; no local data-plane effect).
+    /// Cloud CDN settings (`enableCDN` and `cdnPolicy` of the backend service).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cdn: Option<CdnConfig>,
-    /// Identity-Aware Proxy settings (stored on the backend service; no local data-plane effect).
+    /// Identity-Aware Proxy settings (`iap` of the backend service).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iap: Option<IapConfig>,
     /// Cloud Armor security policy: `name: ""` removes the policy.
