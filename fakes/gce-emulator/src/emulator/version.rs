@@ -15,8 +15,10 @@
 //! `update` (PUT) through a version keeps the fields that version cannot see.
 //!
 //! Which top-level fields exist only from beta or alpha on comes from the Compute API's
-//! discovery documents (v1, beta, alpha; the messages gcloud 528 generates from them); nested
-//! fields are not versioned here.
+//! discovery documents (v1, beta, alpha; the messages gcloud 528 generates from them), less the
+//! fields v1 has gained since (`grpcTlsHealthCheck`, `tlsSettings`,
+//! `networkPassThroughLbTrafficPolicy`, security policy `associations`/`parent`/`shortName` are
+//! in the v1 model of google-cloud-compute-v1 4.x); nested fields are not versioned here.
 
 use serde_json::{Map, Value};
 
@@ -72,7 +74,7 @@ const LATER_FIELDS: &[LaterFields] = &[
     },
     LaterFields {
         kind: "compute#healthCheck",
-        beta: &["grpcTlsHealthCheck"],
+        beta: &[],
         alpha: &["udpHealthCheck"],
     },
     LaterFields {
@@ -82,22 +84,12 @@ const LATER_FIELDS: &[LaterFields] = &[
     },
     LaterFields {
         kind: "compute#securityPolicy",
-        beta: &[
-            "associations",
-            "displayName",
-            "parent",
-            "ruleTupleCount",
-            "shortName",
-        ],
+        beta: &["displayName", "ruleTupleCount"],
         alpha: &["cloudArmorConfig"],
     },
     LaterFields {
         kind: "compute#backendService",
-        beta: &[
-            "dynamicForwarding",
-            "networkPassThroughLbTrafficPolicy",
-            "tlsSettings",
-        ],
+        beta: &["dynamicForwarding"],
         alpha: &["vpcNetworkScope"],
     },
     LaterFields {
