@@ -217,6 +217,7 @@ mod tests {
             path: path.into(),
             query: vec![],
             body: Bytes::new(),
+            token: None,
         }
     }
 
