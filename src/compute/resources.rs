@@ -131,11 +131,6 @@ impl Compute {
     global_verb!(update_health_check, client: health_checks, verb: update,
         api: "healthChecks.update", setter: set_health_check, body: model::HealthCheck);
 
-    global_crud!(client: firewalls, model: Firewall, api: "firewalls", setter: set_firewall,
-        get: get_firewall, insert: insert_firewall, delete: delete_firewall, list: list_firewalls);
-    global_verb!(update_firewall, client: firewalls, verb: update, api: "firewalls.update",
-        setter: set_firewall, body: model::Firewall);
-
     global_crud!(client: global_forwarding_rules, model: ForwardingRule,
         api: "globalForwardingRules", setter: set_forwarding_rule,
         get: get_forwarding_rule, insert: insert_forwarding_rule,
