@@ -11,7 +11,6 @@
 //! first. The clients' own retry policy is switched off so that one place decides.
 
 pub mod error;
-mod firewalls;
 pub mod metrics;
 pub mod reference;
 mod resources;
