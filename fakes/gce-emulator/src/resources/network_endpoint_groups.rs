@@ -126,7 +126,8 @@ pub fn parse_endpoints(
 /// the primary address. Without an `instance`, the instance of the zone holding the IP on that
 /// network is found. Otherwise 400, worded as the real API words it: `Invalid value for field
 /// 'resource.ipAddress': 'IP'. Specified IP address IP doesn't belong to the (sub)network NET
-/// or to the instance NAME.` Returns the IP and the instance name.
+/// or to the instance NAME.` (as quoted from the API in kubernetes/ingress-gce issue 1463).
+/// Returns the IP and the instance name.
 pub fn resolve_endpoint(
     state: &State,
     neg_key: &str,
