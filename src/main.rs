@@ -62,6 +62,14 @@ struct RunArgs {
     /// VPC network name.
     #[arg(long, default_value = "default")]
     network: String,
+    /// Project that owns the network, its subnetworks and firewall rules: the host project of
+    /// a Shared VPC cluster. Default: --project.
+    #[arg(long, env = "GCLB_NETWORK_PROJECT")]
+    network_project: Option<String>,
+    /// Subnetwork (name, in the network project) the NEGs name; unset: the API picks the
+    /// network's subnetwork of each zone.
+    #[arg(long)]
+    subnetwork: Option<String>,
     /// Cluster name (informational).
     #[arg(long)]
     cluster_name: String,
@@ -250,6 +258,10 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     );
     translate.ingress_class = args.ingress_class.clone();
     translate.firewall_target_tags = args.firewall_target_tags.clone();
+    if let Some(host) = &args.network_project {
+        translate.network_project = host.clone();
+    }
+    translate.subnetwork = args.subnetwork.clone();
     let (db_ns, db_name) = args
         .default_backend_service
         .split_once('/')
@@ -261,6 +273,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     ));
     tracing::info!(
         project = %args.project,
+        network = %translate.network_ref(),
         cluster_uid = %translate.cluster_uid,
         firewall = %namer::l7_firewall(&translate.cluster_uid),
         "starting"

@@ -253,6 +253,16 @@ impl Compute {
         mut op: model::Operation,
     ) -> Result<model::Operation> {
         let started = Instant::now();
+        // An Operation lives in the project of the resource it changes (the Shared VPC host's
+        // for its firewall rules): its selfLink says which.
+        let op_project = op
+            .self_link
+            .as_deref()
+            .and_then(|l| l.find("/projects/").map(|i| &l[i + "/projects/".len()..]))
+            .and_then(|rest| rest.split('/').next())
+            .filter(|p| !p.is_empty())
+            .unwrap_or(&self.project)
+            .to_string();
         let op_zone = op
             .zone
             .as_deref()
@@ -287,7 +297,7 @@ impl Compute {
                         self.clients
                             .zone_operations
                             .wait()
-                            .set_project(&self.project)
+                            .set_project(&op_project)
                             .set_zone(z)
                             .set_operation(&name)
                             .send()
@@ -299,7 +309,7 @@ impl Compute {
                         self.clients
                             .global_operations
                             .wait()
-                            .set_project(&self.project)
+                            .set_project(&op_project)
                             .set_operation(&name)
                             .send()
                     })

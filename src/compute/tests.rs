@@ -232,7 +232,7 @@ async fn list_follows_page_tokens() {
         .await;
     let compute = compute_for(&server).await;
     let names: Vec<_> = compute
-        .list_firewalls()
+        .list_firewalls("p1")
         .await
         .unwrap()
         .into_iter()

@@ -20,6 +20,7 @@
 //! [`GC_DEBOUNCE`] after it is asked for.
 
 pub mod coalesce;
+mod firewall_check;
 pub mod last_desired;
 pub mod leader_election;
 pub mod mapping;
@@ -135,8 +136,8 @@ pub struct Context {
     /// Syncs hold it shared; garbage collection exclusively, so GC never deletes a backend a
     /// running sync has just created.
     gc_lock: tokio::sync::RwLock<()>,
-    /// Serialises firewall syncs.
-    firewall_lock: tokio::sync::Mutex<()>,
+    /// Serialises firewall syncs, and holds what they know of the shared rule.
+    firewall_lock: tokio::sync::Mutex<firewalls::RuleState>,
     /// Shares one garbage collection run among the reconciles that ask for it together.
     gc_runs: coalesce::Coalesced,
     /// Shares one firewall sync among the reconciles that ask for it together.
@@ -171,7 +172,7 @@ impl Context {
             metrics,
             locks: BackendLocks::default(),
             gc_lock: tokio::sync::RwLock::new(()),
-            firewall_lock: tokio::sync::Mutex::new(()),
+            firewall_lock: tokio::sync::Mutex::new(firewalls::RuleState::default()),
             gc_runs: coalesce::Coalesced::default(),
             firewall_runs: coalesce::Coalesced::default(),
             gc_scheduled: std::sync::atomic::AtomicBool::new(false),
@@ -299,7 +300,7 @@ impl Context {
     /// One firewall sync, serialised, over a snapshot taken under the lock, so concurrent
     /// reconciles cannot write an older port set over a newer one.
     async fn sync_firewall_now(&self, exclude: Option<&ObjectKey>) -> Result<(), SyncError> {
-        let _serial = self.firewall_lock.lock().await;
+        let mut rule_state = self.firewall_lock.lock().await;
         let snapshot = &self.stores.snapshot();
         let t = &self.config.translate;
         let live = self.live_ingresses(snapshot, exclude);
@@ -316,13 +317,23 @@ impl Context {
             None if live.is_empty() => {
                 firewalls::delete(
                     &self.compute,
+                    &t.network_project,
                     &namer::l7_firewall(&t.cluster_uid),
+                    &mut rule_state,
                     &mut changes,
                 )
                 .await
             }
             None => Ok(()),
-            Some(rule) => match firewalls::ensure(&self.compute, &rule, &mut changes).await? {
+            Some(rule) => match firewalls::ensure(
+                &self.compute,
+                &t.network_project,
+                &rule,
+                &mut rule_state,
+                &mut changes,
+            )
+            .await?
+            {
                 FirewallOutcome::InSync => Ok(()),
                 FirewallOutcome::Forbidden { exists } => {
                     let op = if exists {
@@ -330,7 +341,7 @@ impl Context {
                     } else {
                         FirewallHintOp::Create
                     };
-                    let cmd = firewall_hint(op, &rule, &t.network, &t.project);
+                    let cmd = firewall_hint(op, &rule, &t.network, &t.network_project);
                     let note = format!("Firewall change required by security admin: `{cmd}`");
                     for ingress in live {
                         let suppressed = ingress
@@ -583,6 +594,8 @@ async fn apply(
             backend_services::health(&ctx.compute, name).await,
         );
     }
+    ctx.warn_if_firewall_blocks(&ingress, &desired, &health)
+        .await;
     let static_ip = desired
         .frontend
         .static_ip_name

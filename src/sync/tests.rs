@@ -156,7 +156,8 @@ async fn forbidden_firewall_insert_is_an_xpn_outcome() {
         .set_name("k8s-fw-l7--uid")
         .set_source_ranges(["130.211.0.0/22"]);
     let mut changes = Changes::new();
-    let outcome = firewalls::ensure(&compute, &fw, &mut changes)
+    let mut state = firewalls::RuleState::default();
+    let outcome = firewalls::ensure(&compute, "p1", &fw, &mut state, &mut changes)
         .await
         .unwrap();
     assert_eq!(
@@ -394,7 +395,8 @@ async fn forbidden_firewall_update_asks_for_an_update() {
         .set_source_ranges(["130.211.0.0/22"])
         .set_allowed([allowed]);
     let mut changes = Changes::new();
-    let outcome = firewalls::ensure(&compute, &desired, &mut changes)
+    let mut state = firewalls::RuleState::default();
+    let outcome = firewalls::ensure(&compute, "p1", &desired, &mut state, &mut changes)
         .await
         .unwrap();
     assert_eq!(

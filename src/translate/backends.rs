@@ -67,13 +67,11 @@ pub fn desired_backend(
         .iter()
         .map(|zone| DesiredNeg {
             zone: zone.clone(),
-            neg: neg(
-                config,
-                &name,
-                key.namespace.as_str(),
-                &key.service,
-                key.port,
-            ),
+            neg: {
+                let mut n = neg(config, &name, &key.namespace, &key.service, key.port);
+                n.subnetwork = config.subnetwork_ref(zone);
+                n
+            },
             endpoints: endpoints.by_zone.get(zone).cloned().unwrap_or_default(),
         })
         .collect();

@@ -390,6 +390,43 @@ fn firewall_covers_every_ingress_and_disappears_with_the_last() {
 }
 
 #[test]
+fn on_a_shared_vpc_the_network_subnetwork_and_rule_are_the_host_projects() {
+    let snapshot = features();
+    let mut cfg = config();
+    cfg.network_project = "host-project".into();
+    cfg.subnetwork = Some("nodes".into());
+    let shop = translate_ingress(
+        &snapshot,
+        &snapshot.ingresses[&ObjectKey::new("default", "shop")],
+        &cfg,
+    )
+    .unwrap();
+    let neg = &shop_backend(&shop).negs[0];
+    assert_eq!(
+        neg.neg.network.as_deref(),
+        Some("projects/host-project/global/networks/default")
+    );
+    let region = neg.zone.rsplit_once('-').unwrap().0;
+    assert_eq!(
+        neg.neg.subnetwork,
+        Some(format!(
+            "projects/host-project/regions/{region}/subnetworks/nodes"
+        ))
+    );
+    let fw = translate_firewall(&[&shop], &cfg).unwrap();
+    assert_eq!(
+        fw.network.as_deref(),
+        Some("projects/host-project/global/networks/default")
+    );
+    // The load balancer itself stays in the cluster's project.
+    assert!(shop_backend(&shop)
+        .backend_service
+        .health_checks
+        .iter()
+        .all(|h| h.starts_with(&format!("projects/{}/", cfg.project))));
+}
+
+#[test]
 fn a_shared_backend_is_the_same_whichever_ingress_refers_to_it() {
     let mut snapshot = features();
     snapshot.insert(

@@ -25,7 +25,9 @@ pub mod url_map;
 
 pub use desired::*;
 pub use errors::TranslateError;
-pub use firewall::{firewall_hint, translate_firewall, FirewallHintOp};
+pub use firewall::{
+    firewall_hint, google_ranges_blocked, translate_firewall, FirewallBlock, FirewallHintOp,
+};
 pub use ownership::owns_ingress;
 pub use snapshot::{ClusterSnapshot, ObjectKey, SnapshotObject};
 
@@ -41,6 +43,13 @@ pub struct TranslateConfig {
     pub project: String,
     /// VPC network name (not URL), e.g. `default`.
     pub network: String,
+    /// Project that owns the network, its subnetworks and its firewall rules: the Shared VPC
+    /// host project on a Shared VPC cluster, else the cluster's own `project` (Google Cloud
+    /// "Shared VPC overview": the network and firewall live in the host project).
+    pub network_project: String,
+    /// Subnetwork name (in the NEGs' region, owned by `network_project`) the NEGs name;
+    /// `None` leaves `subnetwork` unset (the API picks the network's subnetwork of the zone).
+    pub subnetwork: Option<String>,
     /// Zones the cluster's nodes run in; NEGs are created in each. Endpoints whose
     /// EndpointSlice `zone` is not one of these go to the first zone.
     pub zones: Vec<String>,
@@ -76,6 +85,8 @@ impl TranslateConfig {
         Self {
             project: project.to_owned(),
             network: network.to_owned(),
+            network_project: project.to_owned(),
+            subnetwork: None,
             zones: zones.iter().map(|z| (*z).to_owned()).collect(),
             cluster_name: cluster_name.to_owned(),
             cluster_uid: namer::cluster_uid8(kube_system_uid),
@@ -90,9 +101,24 @@ impl TranslateConfig {
         }
     }
 
-    /// `projects/{project}/global/networks/{network}`.
+    /// `projects/{network_project}/global/networks/{network}`.
     pub fn network_ref(&self) -> String {
-        format!("projects/{}/global/networks/{}", self.project, self.network)
+        format!(
+            "projects/{}/global/networks/{}",
+            self.network_project, self.network
+        )
+    }
+
+    /// `projects/{network_project}/regions/{region of zone}/subnetworks/{subnetwork}`, when a
+    /// subnetwork is configured.
+    pub fn subnetwork_ref(&self, zone: &str) -> Option<String> {
+        let region = zone.rsplit_once('-').map_or(zone, |(r, _)| r);
+        self.subnetwork.as_ref().map(|s| {
+            format!(
+                "projects/{}/regions/{region}/subnetworks/{s}",
+                self.network_project
+            )
+        })
     }
 
     /// `projects/{project}/global/{collection}/{name}`, e.g. collection `backendServices`.

@@ -11,7 +11,9 @@
 //! - operator restart -> every Ingress reconciled once more (`gclb_ingress_syncs{result="ok"}`
 //!   on the new process's `/metrics`): seconds and Compute calls; the mutating count must be 0,
 //!   the issue 5 "no-op resync writes nothing" rule at scale;
-//! - delete all -> the emulator holds no URL map, backend service or NEG of this cluster.
+//! - delete all -> the emulator holds no URL map, backend service or NEG of this cluster, nor the
+//!   shared firewall rule, and how many `firewalls.delete` calls that took (one, not one per
+//!   Ingress).
 //!
 //! Figures are for the binaries of the profile it is built in (`make bench` uses dev builds, as
 //! `make test` does). Timings live here and never in pass/fail tests (DESIGN.md conventions).
@@ -229,12 +231,18 @@ fn main() -> Result<()> {
     wait_for("every load balancer to be deleted", PHASE_DEADLINE, || {
         let maps = sys.compute_names("urlMaps")?;
         let left = ingresses_left(&sys)?;
-        Ok((maps.is_empty() && left == 0).then_some(()))
+        let rules = sys.created_firewalls()?;
+        Ok((maps.is_empty() && left == 0 && rules.is_empty()).then_some(()))
     })?;
     let cleanup = start.elapsed().as_secs_f64();
     let per = format!("{:.0} Ingresses/s", n as f64 / cleanup);
-    let label = format!("delete {n} Ingresses -> no URL map left");
+    let label = format!("delete {n} Ingresses -> no URL map or firewall rule left");
     rows.push(phase_row(&sys, n, &label, cleanup, &per)?.0);
+    // The one shared firewall rule must be deleted once, not once per Ingress (issue 28).
+    let firewall_deletes = sys.compute_get("_emulator/calls")?["methods"]
+        ["compute.firewalls.delete"]
+        .as_u64()
+        .unwrap_or(0);
 
     println!();
     println!(
@@ -245,6 +253,8 @@ fn main() -> Result<()> {
     for row in rows {
         println!("{row}");
     }
+    println!();
+    println!("`firewalls.delete` calls while deleting {n} Ingresses: {firewall_deletes}");
     Ok(())
 }
 

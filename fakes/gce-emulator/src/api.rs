@@ -44,7 +44,17 @@ pub fn check_auth(emu: &Emulator, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(required) = &emu.config.require_token else {
         return Ok(());
     };
-    let token = headers
+    let token = bearer_token(headers);
+    match (token, required) {
+        (None, _) => Err(ApiError::new(401, "required", "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.")),
+        (Some(t), Some(want)) if t != want => Err(ApiError::new(401, "authError", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.")),
+        _ => Ok(()),
+    }
+}
+
+/// The bearer token of `authorization: Bearer ...`, if any.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| {
@@ -52,12 +62,7 @@ pub fn check_auth(emu: &Emulator, headers: &HeaderMap) -> Result<(), ApiError> {
                 .or_else(|| v.strip_prefix("bearer "))
         })
         .map(str::trim)
-        .filter(|t| !t.is_empty());
-    match (token, required) {
-        (None, _) => Err(ApiError::new(401, "required", "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.")),
-        (Some(t), Some(want)) if t != want => Err(ApiError::new(401, "authError", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.")),
-        _ => Ok(()),
-    }
+        .filter(|t| !t.is_empty())
 }
 
 /// Decodes a query string into pairs (`+` is a space, percent-escapes decoded).
@@ -93,6 +98,7 @@ async fn compute(
         version,
         path: path.to_string(),
         query: parse_query(uri.query()),
+        token: bearer_token(&headers).map(str::to_string),
         body,
     };
     respond(emu.handle(req).await)

@@ -20,6 +20,7 @@ pub mod errors;
 pub mod faults;
 pub mod filter;
 pub mod health_state;
+pub mod iam;
 pub mod listing;
 pub mod metadata;
 pub mod methods;

@@ -65,12 +65,15 @@ async fn main() -> anyhow::Result<()> {
             .clone()
             .map(|t| Some(t).filter(|t| !t.is_empty())),
         state_file: opts.state_file.clone(),
+        validate_neg_endpoints: opts.validate_neg_endpoints,
+        grants: gce_emulator::iam::Grants::parse(&opts.iam_grants)?,
     };
     let emu: Arc<Emulator> = Emulator::new(config, base, state, ca);
     let dp_config = DataPlaneConfig {
         port_map,
         access_log: opts.access_log.clone(),
         worker_threads: opts.dataplane_threads,
+        enforce_firewall: opts.enforce_firewall,
     };
     let dp = DataPlane::start(dp_config, emu.subscribe(), Arc::clone(&emu.health));
     let _ = emu.dataplane.set(dp);

@@ -61,6 +61,18 @@ pub struct Options {
     /// The zone the metadata server describes (a served zone).
     #[arg(long, default_value = "us-central1-a")]
     pub metadata_zone: String,
+    /// Whether VPC firewall rules decide which health-check probes (from 35.191.0.0/16) and
+    /// proxied connections (from 130.211.0.0/22) reach NEG endpoints; `=false` lets all through.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub enforce_firewall: bool,
+    /// Whether attachNetworkEndpoints checks each endpoint against its instance (exists in the
+    /// NEG's zone, on its network, holds the IP) as the real API does; `=false` accepts any.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub validate_neg_endpoints: bool,
+    /// `TOKEN=PROJECT[,PROJECT...]` (repeatable): requests with this bearer token may change
+    /// resources in these projects only (403 elsewhere, as IAM answers); other tokens are open.
+    #[arg(long = "iam-grant", value_name = "TOKEN=PROJECTS")]
+    pub iam_grants: Vec<String>,
 }
 
 /// Parses `80=18080,443=18443` (empty: no mapping).

@@ -1,7 +1,8 @@
 //! Optional access log: one JSON object per request and line, appended to a file by a
 //! dedicated thread so the request path never blocks on disk. Records carry the forwarding
 //! rule, the matched URL map rule, the backend service and endpoint, like the `jsonPayload` of
-//! Cloud Logging's load balancer request logs (`statusDetails` is in the 502 body instead).
+//! Cloud Logging's load balancer request logs, with `statusDetails` on the responses the proxy
+//! makes itself (`failed_to_pick_backend`, `failed_to_connect_to_backend`, ...).
 
 use std::io::Write;
 use std::path::Path;
@@ -30,6 +31,10 @@ pub struct AccessRecord {
     pub path: String,
     /// Response status.
     pub status: u16,
+    /// Why the proxy answered itself (a 502's reason, as Cloud Logging's `statusDetails`);
+    /// absent on responses from endpoints.
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub status_details: &'static str,
     /// The URL map rule that matched, e.g. `pathMatchers[web].pathRules[0]`.
     pub url_map_rule: String,
     /// The backend service, if any.
@@ -65,6 +70,7 @@ impl AccessRecord {
                 .map(|p| p.to_string())
                 .unwrap_or_default(),
             status: 0,
+            status_details: "",
             url_map_rule: String::new(),
             backend_service: String::new(),
             endpoint: String::new(),

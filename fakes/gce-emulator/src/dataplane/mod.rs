@@ -14,6 +14,7 @@ pub mod backend_service;
 pub mod coarse_timer;
 pub mod compile;
 pub mod draining;
+pub mod firewall;
 pub mod grpc;
 pub mod grpc_health;
 pub mod health;
@@ -58,6 +59,10 @@ pub struct DataPlaneConfig {
     /// Worker threads of the data plane's own Tokio runtime (`--dataplane-threads`); 0 runs the
     /// data plane on the caller's runtime.
     pub worker_threads: usize,
+    /// Whether the VPC firewall decides which health-check probes and proxied connections reach
+    /// endpoints (`--enforce-firewall`, on by default in the binary; [`firewall`]). Off here
+    /// by default, for tests that feed the data plane snapshots without firewall rules.
+    pub enforce_firewall: bool,
 }
 
 /// The effective socket of one forwarding rule, for `GET /_emulator/listeners`.
@@ -181,6 +186,7 @@ async fn run(
     let serving = Arc::new(Serving::new(ctx, DEFAULT_MAX_CONNECTIONS));
     let mut manager = Manager {
         port_map: config.port_map,
+        enforce_firewall: config.enforce_firewall,
         listeners: HashMap::new(),
         carry: Carry::default(),
         checker: HealthChecker::new(health, shared.metrics.clone()),
@@ -209,6 +215,7 @@ async fn run(
 
 struct Manager {
     port_map: BTreeMap<u16, u16>,
+    enforce_firewall: bool,
     listeners: HashMap<ResourceKey, Listener>,
     carry: Carry,
     checker: HealthChecker,
@@ -220,6 +227,7 @@ struct Manager {
 impl Manager {
     fn apply(&mut self, snap: &Snapshot) {
         let compiled = compile::compile(snap, &mut self.carry, &self.shared.metrics);
+        firewall::admit(snap, &compiled, self.enforce_firewall);
         self.checker.reconcile(compiled.probes);
         for ep in &compiled.removed {
             draining::start(ep);

@@ -155,11 +155,18 @@ fn local(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
     r
 }
 
-fn bad_gateway(detail: &str, why: String) -> Response<Body> {
-    local(
+/// Cloud Logging's `statusDetails` of a response the proxy made itself (a response extension
+/// the access log reads).
+#[derive(Clone, Copy, Debug)]
+pub struct StatusDetails(pub &'static str);
+
+fn bad_gateway(detail: &'static str, why: String) -> Response<Body> {
+    let mut r = local(
         StatusCode::BAD_GATEWAY,
         format!("502 Bad Gateway: {detail}: {why}\n"),
-    )
+    );
+    r.extensions_mut().insert(StatusDetails(detail));
+    r
 }
 
 /// The request host as sent: the URI authority (HTTP/2, absolute form) or the `Host` header.
@@ -248,6 +255,9 @@ pub async fn handle(
     }
     if let (Some(log), Some(mut rec)) = (&ctx.access_log, rec) {
         rec.status = status;
+        if let Some(d) = resp.extensions().get::<StatusDetails>() {
+            rec.status_details = d.0;
+        }
         rec.latency_ms = secs * 1000.0;
         log.write(rec);
     }
@@ -333,6 +343,16 @@ async fn forward(
     let ep = pick.endpoint.clone();
     if let Some(r) = rec {
         r.endpoint = ep.addr.to_string();
+    }
+    if !ep.admission.traffic() {
+        // The firewall drops the connection from Google's front end (dataplane/firewall.rs).
+        let why = format!(
+            "endpoint {} of backend service {}: {}",
+            ep.addr,
+            bs.key,
+            ep.admission.reason()
+        );
+        return (bad_gateway("failed_to_connect_to_backend", why), Some(bs));
     }
 
     // The upstream request: same method, headers and body.

@@ -56,6 +56,11 @@ pub struct Config {
     pub require_token: Option<Option<String>>,
     /// `--state-file`.
     pub state_file: Option<PathBuf>,
+    /// `--validate-neg-endpoints`: attachNetworkEndpoints checks each endpoint against its
+    /// instance, as the real API does (on by default).
+    pub validate_neg_endpoints: bool,
+    /// `--iam-grant`: the projects restricted tokens may change ([`crate::iam`]).
+    pub grants: crate::iam::Grants,
 }
 
 impl Default for Config {
@@ -66,6 +71,8 @@ impl Default for Config {
             managed_cert_provisioning: Duration::from_millis(3000),
             require_token: None,
             state_file: None,
+            validate_neg_endpoints: true,
+            grants: crate::iam::Grants::default(),
         }
     }
 }
@@ -84,6 +91,8 @@ pub struct ApiRequest {
     pub query: Vec<(String, String)>,
     /// Raw body.
     pub body: Bytes,
+    /// The bearer token the request carried, if any (for `--iam-grant`).
+    pub token: Option<String>,
 }
 
 /// The emulator's shared state.
@@ -205,10 +214,13 @@ impl Emulator {
         }
         let result = match fault.error {
             Some(e) => Err(e),
-            None => self
-                .execute(call, &req)
-                .await
-                .map(|v| req.version.view(&self.base, v)),
+            None => match self.authorize(&call, &method, &req) {
+                Ok(()) => self
+                    .execute(call, &req)
+                    .await
+                    .map(|v| req.version.view(&self.base, v)),
+                Err(e) => Err(e),
+            },
         };
         let code = result.as_ref().map_or_else(|e| e.code, |_| 200);
         self.metrics.observe(&method, code, started.elapsed());
@@ -216,6 +228,30 @@ impl Emulator {
             tracing::debug!(method = %method, code = e.code, reason = %e.reason, message = %e.message, "API error");
         }
         result
+    }
+
+    /// Refuses a mutating call a restricted token (`--iam-grant`) may not make.
+    fn authorize(&self, call: &Call, method: &str, req: &ApiRequest) -> Result<(), ApiError> {
+        if crate::calls::is_reading(method) {
+            return Ok(());
+        }
+        let (project, resource) = match call {
+            Call::Insert(t) => {
+                let name = methods::parse_body(&req.body)
+                    .ok()
+                    .and_then(|b| b.get("name")?.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                (t.project.as_str(), format!("{}{name}", t.prefix()))
+            }
+            Call::Delete(t) | Call::Update(t, _) | Call::Custom(t, _) => {
+                (t.project.as_str(), t.key())
+            }
+            Call::ProjectVerb(p, _) => (p.as_str(), format!("projects/{p}")),
+            _ => return Ok(()),
+        };
+        self.config
+            .grants
+            .check(req.token.as_deref(), method, project, &resource)
     }
 
     async fn execute(self: &Arc<Self>, call: Call, req: &ApiRequest) -> Result<Value, ApiError> {
