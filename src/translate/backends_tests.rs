@@ -588,3 +588,59 @@ fn cdn_policy_follows_the_cache_mode_and_gke_defaults() {
     let (enabled, policy) = with_cdn(serde_json::json!({"enabled": false, "clientTtl": 60}));
     assert_eq!((enabled, policy), (Some(false), None));
 }
+
+/// A `spec.tls` Secret is used when its type is `kubernetes.io/tls`, `Opaque` or unset (PEM
+/// `tls.crt` and `tls.key` are what matter); any other type is skipped with a Warning naming
+/// the Secret, and HTTPS goes on with the other certificates.
+#[test]
+fn tls_secrets_of_another_type_are_skipped_with_a_warning() {
+    let with_type = |type_: Option<&str>| {
+        let mut snapshot = features();
+        let secret = snapshot
+            .secrets
+            .get_mut(&ObjectKey::new("default", "shop-tls"))
+            .map(Arc::make_mut)
+            .unwrap();
+        secret.type_ = type_.map(str::to_owned);
+        translate(&snapshot, "shop").unwrap()
+    };
+    let self_managed = |d: &DesiredIngress| -> Vec<String> {
+        d.frontend
+            .ssl_certificates
+            .iter()
+            .map(|c| c.certificate.clone().unwrap())
+            .collect()
+    };
+    // shop-tls holds the certificate `MIIBshop`; the Ingress's other Secret stays as it is.
+    let from_shop_tls = |pem: &String| pem.contains("MIIBshop");
+    let tls = with_type(Some("kubernetes.io/tls"));
+    assert_eq!(
+        self_managed(&tls)
+            .iter()
+            .filter(|c| from_shop_tls(c))
+            .count(),
+        1
+    );
+    for accepted in [Some("Opaque"), None] {
+        let d = with_type(accepted);
+        assert_eq!(self_managed(&d), self_managed(&tls), "type {accepted:?}");
+        assert_eq!(d.findings, tls.findings, "type {accepted:?}");
+    }
+    let d = with_type(Some("kubernetes.io/basic-auth"));
+    let others: Vec<String> = self_managed(&tls)
+        .into_iter()
+        .filter(|c| !from_shop_tls(c))
+        .collect();
+    assert_eq!(self_managed(&d), others);
+    let warned: Vec<&str> = d
+        .findings
+        .iter()
+        .filter(|f| f.warning && f.message.contains("default/shop-tls"))
+        .map(|f| f.message.as_str())
+        .collect();
+    assert!(
+        warned.len() == 1 && warned[0].contains("is not of type kubernetes.io/tls"),
+        "{:#?}",
+        d.findings
+    );
+}
