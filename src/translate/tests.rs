@@ -671,3 +671,57 @@ spec:
         ])
     );
 }
+
+/// An EndpointSlice port without a usable number (0) carries no endpoints: none are attached
+/// with port 0, and the firewall opens the Service's `targetPort` instead of port 0. The slice
+/// of the same Service with a real port still counts.
+#[test]
+fn endpoint_slice_ports_of_zero_are_skipped() {
+    let d = translate_yaml(&format!(
+        r#"apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: api-1, labels: {{kubernetes.io/service-name: api}}}}
+addressType: IPv4
+ports: [{{port: 0}}]
+endpoints:
+- addresses: ["10.0.0.2"]
+  zone: us-central1-a
+---
+{}"#,
+        ingress("  defaultBackend: {service: {name: api, port: {number: 8081}}}\n")
+    ))
+    .unwrap();
+    let api = &d.backends[&backend_name("api", 8081)];
+    let endpoints: Vec<_> = api.negs.iter().flat_map(|n| &n.endpoints).collect();
+    assert!(endpoints.is_empty(), "{endpoints:?}");
+    assert_eq!(
+        api.firewall_ports.iter().copied().collect::<Vec<_>>(),
+        [9000]
+    );
+
+    let d = translate_yaml(&format!(
+        r#"apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: api-1, labels: {{kubernetes.io/service-name: api}}}}
+addressType: IPv4
+ports: [{{port: 9000}}]
+endpoints:
+- addresses: ["10.0.0.2"]
+  zone: us-central1-a
+---
+{}"#,
+        ingress("  defaultBackend: {service: {name: api, port: {number: 8081}}}\n")
+    ))
+    .unwrap();
+    let api = &d.backends[&backend_name("api", 8081)];
+    let endpoints: Vec<_> = api
+        .negs
+        .iter()
+        .flat_map(|n| {
+            n.endpoints
+                .iter()
+                .map(move |e| (n.zone.as_str(), e.ip_address.as_str(), e.port))
+        })
+        .collect();
+    assert_eq!(endpoints, [("us-central1-a", "10.0.0.2", 9000)]);
+}
