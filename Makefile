@@ -78,7 +78,7 @@ mutants:
 	$(MAKE) -k $(addprefix mutants-,$(MUTANTS_MODULES))
 
 mutants-%:
-	$(MUTANTS_ENV) nice -n 15 $(CARGO) mutants --in-place -d $(MUTANTS_OUT)/src --no-shuffle \
+	$(MUTANTS_ENV) nice -n 15 $(CARGO) mutants --in-place -d $(MUTANTS_OUT)/src \
 	  -o $(MUTANTS_OUT)/$* $(MUTANTS_ARGS) $(mutants_$*)
 
 lint:
