@@ -63,17 +63,40 @@ bench: build
 bench-instructions:
 	bash fakes/gce-emulator/benches/instructions.sh
 
-## Mutation testing (cargo-mutants) of the code that decides what users get; hours long, so
-## niced and one job at a time (the machine is shared). Report and reading: docs/testing.md.
-## MUTANTS_ARGS adds arguments (e.g. `--in-diff changes.diff`, `--file src/sync/gc.rs`).
+## Mutation testing (cargo-mutants) of the code that decides what users get, one module at a
+## time, each judged by its own tests (report and reading: docs/testing.md). Hours long, so
+## niced, one mutant at a time (the machine is shared). It mutates a copy of the working tree,
+## $(MUTANTS_OUT)/src, in place (the copy keeps its path and its files their times, so its
+## builds are reused from run to run), and builds in its own target directory,
+## $(MUTANTS_OUT)/target, linked with mold when mold is installed, so it never rebuilds or locks
+## the everyday one. Each mutant rebuilds only the library's unit-test binary (--lib) and the
+## test files its module names. MUTANTS_MODULES picks modules; MUTANTS_ARGS adds arguments
+## (e.g. `--in-diff changes.diff`).
 MUTANTS_OUT ?= $(or $(CARGO_TARGET_DIR),target)/mutants
+MUTANTS_MODULES ?= translate sync readiness url_map validate
+MUTANTS_ARGS ?=
+MUTANTS_ENV = CARGO_TARGET_DIR=$(abspath $(MUTANTS_OUT))/target CARGO_PROFILE_DEV_DEBUG=false \
+  $(if $(shell command -v mold),RUSTFLAGS='-C link-arg=-fuse-ld=mold')
+mutants_translate = -p gclb-operator -f 'src/translate/**' --cargo-arg=--lib \
+  -- -E 'test(/^translate::/)'
+mutants_readiness = -p gclb-operator -f 'src/readiness/**' --cargo-arg=--lib \
+  -- -E 'test(/^readiness::/)'
+mutants_sync = -p gclb-operator -f 'src/sync/**' --cargo-arg=--lib -- -E 'test(/^sync::/)'
+mutants_url_map = -p gce-emulator -f 'fakes/gce-emulator/src/dataplane/url_map/**' \
+  --cargo-arg=--lib --cargo-arg=--test=dataplane_http \
+  -- -E 'test(/^dataplane::url_map::/) | binary(dataplane_http)'
+mutants_validate = -p gce-emulator -f 'fakes/gce-emulator/src/validate.rs' \
+  --cargo-arg=--lib --cargo-arg=--test=control_invalid_input
 mutants:
 	@$(CARGO) mutants --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-mutants
-	nice -n 15 $(CARGO) mutants -j 1 -p gclb-operator --output $(MUTANTS_OUT)/operator \
-	  --file 'src/translate/**' --file 'src/sync/**' --file 'src/readiness/**' $(MUTANTS_ARGS) -- --lib
-	nice -n 15 $(CARGO) mutants -j 1 -p gce-emulator --output $(MUTANTS_OUT)/emulator \
-	  --file 'fakes/gce-emulator/src/dataplane/url_map.rs' --file 'fakes/gce-emulator/src/dataplane/url_map/**' --file 'fakes/gce-emulator/src/validate.rs' \
-	  $(MUTANTS_ARGS) -- --lib --test dataplane_http --test control_invalid_input
+	rm -rf $(MUTANTS_OUT)/src && mkdir -p $(MUTANTS_OUT)/src
+	git ls-files -z --cached --others --exclude-standard \
+	  | tar --null -T - --ignore-failed-read -cf - | tar -xf - -C $(MUTANTS_OUT)/src
+	$(MAKE) -k $(addprefix mutants-,$(MUTANTS_MODULES))
+
+mutants-%:
+	$(MUTANTS_ENV) nice -n 15 $(CARGO) mutants --in-place -d $(MUTANTS_OUT)/src \
+	  -o $(MUTANTS_OUT)/$* $(MUTANTS_ARGS) $(mutants_$*)
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -606,3 +606,122 @@ fn scale_figures() {
         elapsed / u32::try_from(desired.len()).unwrap()
     );
 }
+
+/// Only the system default backend (`kube-system/default-http-backend`) is probed on
+/// `/healthz`; a Service of the same name in another namespace, or another Service in
+/// kube-system, gets the ordinary default path `/`.
+#[test]
+fn only_the_system_default_backend_is_probed_on_healthz() {
+    let snapshot = snapshot_from_yaml(&format!(
+        r#"{BASE}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: default-http-backend}}
+spec:
+  ports: [{{port: 80, targetPort: 8080}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: metrics, namespace: kube-system}}
+spec:
+  ports: [{{port: 80, targetPort: 8080}}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: same-name}}
+spec:
+  defaultBackend: {{service: {{name: default-http-backend, port: {{number: 80}}}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: same-namespace, namespace: kube-system}}
+spec:
+  rules:
+  - http:
+      paths:
+      - {{path: /, pathType: Prefix, backend: {{service: {{name: metrics, port: {{number: 80}}}}}}}}
+"#
+    ));
+    use std::collections::BTreeMap;
+    let request_paths = |namespace: &str, ingress: &str| -> BTreeMap<String, String> {
+        let ing = &snapshot.ingresses[&ObjectKey::new(namespace, ingress)];
+        let desired = translate_ingress(&snapshot, ing, &config()).unwrap();
+        desired
+            .backends
+            .values()
+            .map(|b| {
+                let check = b.health_check.http_health_check.as_ref().unwrap();
+                (
+                    format!("{}/{}", b.key.namespace, b.key.service),
+                    check.request_path.clone().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        request_paths("default", "same-name"),
+        BTreeMap::from([("default/default-http-backend".into(), "/".into())])
+    );
+    assert_eq!(
+        request_paths("kube-system", "same-namespace"),
+        BTreeMap::from([
+            ("kube-system/default-http-backend".into(), "/healthz".into()),
+            ("kube-system/metrics".into(), "/".into()),
+        ])
+    );
+}
+
+/// An EndpointSlice port without a usable number (0) carries no endpoints: none are attached
+/// with port 0, and the firewall opens the Service's `targetPort` instead of port 0. The slice
+/// of the same Service with a real port still counts.
+#[test]
+fn endpoint_slice_ports_of_zero_are_skipped() {
+    let d = translate_yaml(&format!(
+        r#"apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: api-1, labels: {{kubernetes.io/service-name: api}}}}
+addressType: IPv4
+ports: [{{port: 0}}]
+endpoints:
+- addresses: ["10.0.0.2"]
+  zone: us-central1-a
+---
+{}"#,
+        ingress("  defaultBackend: {service: {name: api, port: {number: 8081}}}\n")
+    ))
+    .unwrap();
+    let api = &d.backends[&backend_name("api", 8081)];
+    let endpoints: Vec<_> = api.negs.iter().flat_map(|n| &n.endpoints).collect();
+    assert!(endpoints.is_empty(), "{endpoints:?}");
+    assert_eq!(
+        api.firewall_ports.iter().copied().collect::<Vec<_>>(),
+        [9000]
+    );
+
+    let d = translate_yaml(&format!(
+        r#"apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: api-1, labels: {{kubernetes.io/service-name: api}}}}
+addressType: IPv4
+ports: [{{port: 9000}}]
+endpoints:
+- addresses: ["10.0.0.2"]
+  zone: us-central1-a
+---
+{}"#,
+        ingress("  defaultBackend: {service: {name: api, port: {number: 8081}}}\n")
+    ))
+    .unwrap();
+    let api = &d.backends[&backend_name("api", 8081)];
+    let endpoints: Vec<_> = api
+        .negs
+        .iter()
+        .flat_map(|n| {
+            n.endpoints
+                .iter()
+                .map(move |e| (n.zone.as_str(), e.ip_address.as_str(), e.port))
+        })
+        .collect();
+    assert_eq!(endpoints, [("us-central1-a", "10.0.0.2", 9000)]);
+}
