@@ -65,6 +65,7 @@ async fn main() -> anyhow::Result<()> {
             .clone()
             .map(|t| Some(t).filter(|t| !t.is_empty())),
         state_file: opts.state_file.clone(),
+        slow_cloud: opts.slow_cloud.clone(),
     };
     let emu: Arc<Emulator> = Emulator::new(config, base, state, ca);
     let dp_config = DataPlaneConfig {

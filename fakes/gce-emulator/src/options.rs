@@ -61,6 +61,10 @@ pub struct Options {
     /// The zone the metadata server describes (a served zone).
     #[arg(long, default_value = "us-central1-a")]
     pub metadata_zone: String,
+    /// Answer as slowly as Google's Compute API: `realistic`, `uniform:MS` (every call MS
+    /// milliseconds), `off`, a JSON profile or `@FILE` (docs/performance.md, "The slow cloud").
+    #[arg(long, default_value = "off", value_parser = crate::slow_cloud::Profile::parse)]
+    pub slow_cloud: crate::slow_cloud::Profile,
 }
 
 /// Parses `80=18080,443=18443` (empty: no mapping).
