@@ -111,11 +111,13 @@ async fn sync_backend(
         let _one = lock.lock().await;
         backend_services::ensure(compute, &backend.backend_service, &mut c).await
     });
-    let endpoints = join_all(backend.negs.iter().map(|neg| async move {
-        let lock = locks.get(neg_key("networkEndpoints", neg));
-        let _one = lock.lock().await;
-        let result = network_endpoint_groups::sync_endpoints(compute, neg).await;
-        (Changes::new(), result.map(drop))
+    let endpoints = join_all(backend.negs.iter().map(|neg| {
+        Box::pin(async move {
+            let lock = locks.get(neg_key("networkEndpoints", neg));
+            let _one = lock.lock().await;
+            let result = network_endpoint_groups::sync_endpoints(compute, neg).await;
+            (Changes::new(), result.map(drop))
+        })
     }));
     let (bs, endpoints) = futures::join!(bs, endpoints);
     merge(changes, std::iter::once(bs).chain(endpoints)).map(drop)
@@ -175,11 +177,11 @@ async fn verify_frontend(compute: &Compute, namer: &FrontendNamer) -> Result<(),
     let (um, rm) = (namer.url_map(), namer.redirect_url_map());
     let (tp, ts) = (namer.target_http_proxy(), namer.target_https_proxy());
     let (a, b, c, d, e) = futures::join!(
-        compute.refetch::<model::UrlMap>(&um),
-        compute.refetch::<model::UrlMap>(&rm),
-        compute.refetch::<model::TargetHttpProxy>(&tp),
-        compute.refetch::<model::TargetHttpsProxy>(&ts),
-        compute.refetch::<model::Address>(&rules[0]),
+        Box::pin(compute.refetch::<model::UrlMap>(&um)),
+        Box::pin(compute.refetch::<model::UrlMap>(&rm)),
+        Box::pin(compute.refetch::<model::TargetHttpProxy>(&tp)),
+        Box::pin(compute.refetch::<model::TargetHttpsProxy>(&ts)),
+        Box::pin(compute.refetch::<model::Address>(&rules[0])),
     );
     a.map_err(err(url_maps::KIND))?;
     b.map_err(err(url_maps::KIND))?;

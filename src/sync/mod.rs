@@ -350,12 +350,15 @@ where
 /// `(changes, result)`, so steps that run at once keep their changes apart; [`merge`] joins them.
 macro_rules! own_changes {
     ($c:ident, $body:block) => {
-        async {
+        // Boxed: steps are joined side by side, and a join holds its futures inline; unboxed,
+        // the Compute client futures of a whole Ingress's graph overflow a 2 MiB worker stack
+        // in debug builds.
+        ::std::boxed::Box::pin(async {
             #[allow(unused_mut)]
             let mut $c = $crate::sync::Changes::new();
             let result = async { $body }.await;
             ($c, result)
-        }
+        })
     };
 }
 pub(crate) use own_changes;
