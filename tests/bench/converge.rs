@@ -24,7 +24,8 @@
 //! (`BENCH_INGRESSES=500` for the 500-Ingress resync, 0 to skip convergence;
 //! `BENCH_WORKERS` sets `--workers`, default the operator's own; `BENCH_SLOW_CLOUD` starts the
 //! emulator with `--slow-cloud VALUE`, e.g. `realistic` or `uniform:200`, docs/performance.md).
-//! The operator's CPU seconds and resident memory (now and peak) are printed per phase.
+//! The operator's CPU seconds and resident memory (now and peak) are printed per phase;
+//! `BENCH_LOGS=FILE` writes the processes' logs after the first-200 phase (for profiling).
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -161,7 +162,8 @@ fn operator_meter(sys: &System) -> procstat::Meter {
 
 fn main() -> Result<()> {
     let n = env_usize("BENCH_INGRESSES", 100);
-    let services = env_usize("BENCH_SERVICES", 5).clamp(1, n.max(1));
+    let services = env_usize("BENCH_SERVICES", 5).max(1);
+    let services = if n > 0 { services.min(n) } else { services };
     let seq = env_usize("BENCH_FIRST200_SEQ", 20);
     let burst = env_usize("BENCH_FIRST200_BURST", 50);
     let slow = std::env::var("BENCH_SLOW_CLOUD").ok();
@@ -194,6 +196,13 @@ fn main() -> Result<()> {
         println!("|---|---:|---:|---:|---:|---:|");
         for row in first {
             println!("{row}");
+        }
+        if let Ok(path) = std::env::var("BENCH_LOGS") {
+            std::fs::write(&path, sys.logs())?;
+            eprintln!("converge: the processes' logs are in {path}");
+        }
+        if n == 0 {
+            return Ok(());
         }
         sys.kubectl_ok(&["delete", "ingress", "--all"])?;
         wait_for(
