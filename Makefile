@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo test test-real-api record-real-api build deps crds bench bench-instructions lint fmt clean mutants
+.PHONY: demo test test-real-api record-real-api build deps crds bench bench-control-plane bench-instructions lint fmt clean mutants
 
 ## Build every binary (operator, gce-emulator, fake-kube-apiserver).
 build:
@@ -52,10 +52,18 @@ crds:
 	$(CARGO) run -q --bin gclb-operator -- crds --out-dir crds
 
 ## Benchmarks: emulator control plane throughput, the data plane against nginx and haproxy, and
-## the operator's convergence over many Ingresses (BENCH_INGRESSES, default 100).
+## the operator's control plane (bench-control-plane).
 bench: build
 	bash fakes/gce-emulator/benches/run.sh
+	$(MAKE) bench-control-plane
+
+## The operator: Ingress created -> first 200 (one at a time and at once) and convergence over
+## BENCH_INGRESSES (default 100), with no added latency, then on the slow cloud
+## (BENCH_SLOW_CLOUD_PROFILE, default `realistic`; docs/performance.md).
+BENCH_SLOW_CLOUD_PROFILE ?= realistic
+bench-control-plane: build
 	$(CARGO) bench --workspace --bench converge --profile dev
+	BENCH_SLOW_CLOUD=$(BENCH_SLOW_CLOUD_PROFILE) $(CARGO) bench --workspace --bench converge --profile dev
 
 ## User-space instructions per proxied request, the emulator's and nginx's (valgrind's callgrind;
 ## INSTALL=1 installs valgrind, nginx and wrk): steady on a busy machine, where the wall-clock

@@ -86,8 +86,10 @@ struct RunArgs {
     /// Seconds between full resyncs of every Ingress.
     #[arg(long, default_value_t = 600)]
     resync_period: u64,
-    /// Ingresses reconciled at the same time.
-    #[arg(long, default_value_t = 4)]
+    /// Ingresses reconciled at the same time. A reconcile mostly waits on Compute Operations
+    /// (seconds each on the real API), so many run at once; the project's rate quota, not this
+    /// number, bounds the calls (they are paced on rateLimitExceeded; docs/performance.md).
+    #[arg(long, default_value_t = 64)]
     workers: u16,
     /// Address of /metrics, /healthz and /readyz (use 127.0.0.1:0 for an ephemeral port; the
     /// bound address is printed on stdout as `metrics listening on http://ADDR`).

@@ -16,6 +16,7 @@ pub(crate) async fn compute_for(server: &MockServer) -> Compute {
         min_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(5),
         max_retries: 3,
+        max_rate_limited_retries: 10,
     };
     Compute::new(config, ComputeMetrics::default())
         .await
@@ -297,4 +298,47 @@ async fn global_addresses_insert_and_delete() {
     compute.insert_global_address(&body).await.unwrap();
     assert!(compute.delete_global_address("a1").await.unwrap());
     assert!(!compute.delete_global_address("gone").await.unwrap());
+}
+
+/// A call refused for the rate quota (429, or Compute's 403 naming the quota) is sent again in
+/// the write pacer's turn, beyond the 5xx retry limit (3 here), and the pacer slows down; reads
+/// keep their own pace.
+#[tokio::test]
+async fn rate_limited_writes_are_paced_and_retried_past_the_error_retry_limit() {
+    let server = MockServer::start().await;
+    let quota = "Quota exceeded for quota metric 'Write requests' and limit 'Write requests per minute' of service 'compute.googleapis.com'";
+    for code in [429u16, 403] {
+        Mock::given(method("POST"))
+            .and(path("/compute/v1/projects/p1/global/healthChecks"))
+            .respond_with(ResponseTemplate::new(code).set_body_json(json!({"error": {
+                "code": code, "message": quota, "status": if code == 429 { "RESOURCE_EXHAUSTED" } else { "PERMISSION_DENIED" },
+                "errors": [{"domain": "usageLimits", "reason": "rateLimitExceeded", "message": quota}]}})))
+            .up_to_n_times(3)
+            .with_priority(u8::try_from(code / 100).unwrap())
+            .expect(3)
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("POST"))
+        .and(path("/compute/v1/projects/p1/global/healthChecks"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-q")))
+        .with_priority(9)
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    assert_eq!(compute.writes.rate(), None, "unpaced before any refusal");
+    let hc = model::HealthCheck::new().set_name("hc1");
+    compute
+        .insert_health_check(&hc)
+        .await
+        .expect("six refusals, then sent in its turn");
+    assert!(compute.writes.rate().is_some(), "the writes are paced now");
+    assert_eq!(compute.reads.rate(), None, "reads are not");
+    assert_eq!(
+        compute
+            .metrics()
+            .count("compute.healthChecks.insert", "rateLimitExceeded"),
+        6
+    );
 }

@@ -72,6 +72,9 @@ pub const ERROR_REQUEUE: Duration = Duration::from_secs(5);
 /// Pause between a sync asking for garbage collection and the background run, so that the
 /// reconciles of a burst (many Ingresses applied or changed together) share one run.
 pub const GC_DEBOUNCE: Duration = Duration::from_secs(2);
+/// How long garbage collection lets reconciles that start while it waits go first before it
+/// queues for the exclusive lock ([`coalesce::write_when_idle`]).
+pub const GC_PATIENCE: Duration = Duration::from_secs(60);
 
 /// Operator settings from the command line.
 #[derive(Clone, Debug)]
@@ -420,7 +423,9 @@ impl Context {
         exclude: Option<&ObjectKey>,
         changes: &mut Changes,
     ) -> Result<(), SyncError> {
-        let _exclusive = self.gc_lock.write().await;
+        // Reconciles starting meanwhile go first (see `write_when_idle`).
+        let _exclusive =
+            coalesce::write_when_idle(&self.gc_lock, GC_PATIENCE, Duration::from_millis(50)).await;
         let live = self.live_set(&self.stores.snapshot(), exclude);
         collect_garbage(&self.compute, &live, changes).await
     }

@@ -29,6 +29,7 @@ pub mod network;
 pub mod operations;
 pub mod options;
 pub mod resources;
+pub mod slow_cloud;
 pub mod snapshot;
 pub mod state_file;
 pub mod store;

@@ -67,6 +67,7 @@ async fn main() -> anyhow::Result<()> {
         state_file: opts.state_file.clone(),
         validate_neg_endpoints: opts.validate_neg_endpoints,
         grants: gce_emulator::iam::Grants::parse(&opts.iam_grants)?,
+        slow_cloud: opts.slow_cloud.clone(),
     };
     let emu: Arc<Emulator> = Emulator::new(config, base, state, ca);
     let dp_config = DataPlaneConfig {

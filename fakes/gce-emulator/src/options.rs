@@ -73,6 +73,10 @@ pub struct Options {
     /// resources in these projects only (403 elsewhere, as IAM answers); other tokens are open.
     #[arg(long = "iam-grant", value_name = "TOKEN=PROJECTS")]
     pub iam_grants: Vec<String>,
+    /// Answer as slowly as Google's Compute API: `realistic`, `uniform:MS` (every call MS
+    /// milliseconds), `off`, a JSON profile or `@FILE` (docs/performance.md, "The slow cloud").
+    #[arg(long, default_value = "off", value_parser = crate::slow_cloud::Profile::parse)]
+    pub slow_cloud: crate::slow_cloud::Profile,
 }
 
 /// Parses `80=18080,443=18443` (empty: no mapping).

@@ -31,8 +31,9 @@ use crate::faults::Faults;
 use crate::health_state::HealthTable;
 use crate::listing::ListParams;
 use crate::methods::{self, Mutation};
-use crate::operations::Operations;
+use crate::operations::{Operations, Phases, WAIT_LIMIT};
 use crate::resources::{zones, Collection, Scope};
+use crate::slow_cloud::{self, SlowCloud};
 use crate::snapshot::{ResourceKey, Snapshot};
 use crate::store::State;
 
@@ -61,6 +62,9 @@ pub struct Config {
     pub validate_neg_endpoints: bool,
     /// `--iam-grant`: the projects restricted tokens may change ([`crate::iam`]).
     pub grants: crate::iam::Grants,
+    /// `--slow-cloud`: the profile applied from the start (admin API `/_emulator/slow-cloud`
+    /// changes it).
+    pub slow_cloud: slow_cloud::Profile,
 }
 
 impl Default for Config {
@@ -73,6 +77,7 @@ impl Default for Config {
             state_file: None,
             validate_neg_endpoints: true,
             grants: crate::iam::Grants::default(),
+            slow_cloud: slow_cloud::Profile::default(),
         }
     }
 }
@@ -107,6 +112,8 @@ pub struct Emulator {
     pub faults: Faults,
     /// Call counters.
     pub calls: Calls,
+    /// The slow cloud: latency, Operation phases and the rate quota.
+    pub slow_cloud: SlowCloud,
     /// Health states written by the data plane's health checker.
     pub health: Arc<HealthTable>,
     /// The local CA for MANAGED certificates (absent if it could not be created).
@@ -139,7 +146,9 @@ impl Emulator {
             })
             .map(|(k, _)| k.clone())
             .collect();
+        let slow_cloud = SlowCloud::new(config.slow_cloud.clone());
         let emu = Arc::new(Emulator {
+            slow_cloud,
             config,
             base,
             state: Mutex::new(initial),
@@ -208,13 +217,17 @@ impl Emulator {
         let call = route(&req)?;
         let method = method_id(&call);
         self.calls.record(&method);
+        let admitted = self
+            .slow_cloud
+            .admit(slow_cloud::project_of(&req.path), &method)
+            .await;
         let fault = self.faults.check(&method);
         if !fault.latency.is_zero() {
             tokio::time::sleep(fault.latency).await;
         }
-        let result = match fault.error {
-            Some(e) => Err(e),
-            None => match self.authorize(&call, &method, &req) {
+        let result = match (admitted, fault.error) {
+            (Err(e), _) | (_, Some(e)) => Err(e),
+            _ => match self.authorize(&call, &method, &req) {
                 Ok(()) => self
                     .execute(call, &req)
                     .await
@@ -485,7 +498,7 @@ impl Emulator {
                 &self.base,
                 project,
                 &m,
-                self.config.operation_latency,
+                self.operation_phases(m.zone.is_some()),
             );
             tracing::info!(operation = %op["name"].as_str().unwrap_or_default(), op_type = %m.op_type, target = %m.target, "committed");
             if let Some(id) = request_id {
@@ -519,6 +532,18 @@ impl Emulator {
         let _ = tokio::time::timeout(Duration::from_secs(30), rx.wait_for(|v| *v >= version)).await;
     }
 
+    /// How long a new Operation stays PENDING and RUNNING: the slow cloud's figures for its
+    /// scope, else `--operation-latency-ms` of RUNNING.
+    fn operation_phases(&self, zonal: bool) -> Phases {
+        match self.slow_cloud.operation_phases(zonal) {
+            Some((pending, running)) => Phases { pending, running },
+            None => Phases {
+                pending: Duration::ZERO,
+                running: self.config.operation_latency,
+            },
+        }
+    }
+
     async fn wait_operation(&self, key: &str) -> Result<Value, ApiError> {
         // Like the real API: answer when DONE or after at most two minutes.
         let done_at = {
@@ -527,7 +552,7 @@ impl Emulator {
                 .ok_or_else(|| ApiError::not_found(key))?
                 .done_at
         };
-        let limit = Instant::now() + Duration::from_secs(120);
+        let limit = Instant::now() + WAIT_LIMIT;
         tokio::time::sleep_until(done_at.min(limit).into()).await;
         let ops = self.ops.lock().expect("ops poisoned");
         ops.get(key)
