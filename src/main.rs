@@ -214,7 +214,7 @@ async fn shutdown_signal() {
 }
 
 async fn kube_client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
-    let config = match kubeconfig {
+    let mut config = match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
@@ -226,6 +226,10 @@ async fn kube_client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
             "no Kubernetes config: pass --kubeconfig, set KUBECONFIG or run in a cluster",
         )?,
     };
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(gclb_operator::USER_AGENT),
+    ));
     Client::try_from(config).context("building the Kubernetes client")
 }
 

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use backon::{ExponentialBuilder, Retryable};
 use google_cloud_compute_v1::client as gc;
 use google_cloud_compute_v1::model;
+use google_cloud_gax::options::RequestOptionsBuilder as _;
 use google_cloud_gax::retry_policy::NeverRetry;
 
 pub use error::{ComputeError, ErrorKind};
@@ -290,6 +291,7 @@ impl Compute {
                             .set_project(&self.project)
                             .set_zone(z)
                             .set_operation(&name)
+                            .with_user_agent(crate::USER_AGENT)
                             .send()
                     })
                     .await?
@@ -301,6 +303,7 @@ impl Compute {
                             .wait()
                             .set_project(&self.project)
                             .set_operation(&name)
+                            .with_user_agent(crate::USER_AGENT)
                             .send()
                     })
                     .await?

@@ -2,6 +2,7 @@
 //! API discovery document and the emulator's call counters.
 
 use google_cloud_compute_v1::model;
+use google_cloud_gax::options::RequestOptionsBuilder as _;
 
 use super::{Compute, Result};
 
@@ -19,6 +20,7 @@ macro_rules! global_crud {
                         .get()
                         .set_project(&self.project)
                         .$setter(name)
+                        .with_user_agent(crate::USER_AGENT)
                         .send()
                 })
                 .await;
@@ -38,6 +40,7 @@ macro_rules! global_crud {
                     .insert()
                     .set_project(&self.project)
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             })
             .await
@@ -53,6 +56,7 @@ macro_rules! global_crud {
                         .delete()
                         .set_project(&self.project)
                         .$setter(name)
+                        .with_user_agent(crate::USER_AGENT)
                         .send()
                 })
                 .await;
@@ -75,6 +79,7 @@ macro_rules! global_crud {
                             .list()
                             .set_project(&self.project)
                             .set_page_token(token.clone())
+                            .with_user_agent(crate::USER_AGENT)
                             .send()
                     })
                     .await?;
@@ -101,6 +106,7 @@ macro_rules! global_verb {
                     .set_project(&self.project)
                     .$setter(name)
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             })
             .await
@@ -190,6 +196,7 @@ impl Compute {
                 .set_project(&self.project)
                 .set_backend_service(name)
                 .set_body(body.clone())
+                .with_user_agent(crate::USER_AGENT)
                 .send()
         })
         .await
@@ -209,6 +216,7 @@ impl Compute {
                     .set_project(&self.project)
                     .set_zone(zone)
                     .set_network_endpoint_group(name)
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             })
             .await;
@@ -237,6 +245,7 @@ impl Compute {
                     .set_project(&self.project)
                     .set_zone(zone)
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             },
         )
@@ -258,6 +267,7 @@ impl Compute {
                         .set_project(&self.project)
                         .set_zone(zone)
                         .set_network_endpoint_group(name)
+                        .with_user_agent(crate::USER_AGENT)
                         .send()
                 },
             )
@@ -285,6 +295,7 @@ impl Compute {
                         .set_project(&self.project)
                         .set_zone(zone)
                         .set_page_token(token.clone())
+                        .with_user_agent(crate::USER_AGENT)
                         .send()
                 })
                 .await?;
@@ -324,6 +335,7 @@ impl Compute {
                                         model::network_endpoint_groups_list_endpoints_request::HealthStatus::Show,
                                     ),
                             )
+                            .with_user_agent(crate::USER_AGENT)
                             .send()
                     },
                 )
@@ -357,6 +369,7 @@ impl Compute {
                     .set_zone(zone)
                     .set_network_endpoint_group(name)
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             },
         )
@@ -385,6 +398,7 @@ impl Compute {
                     .set_zone(zone)
                     .set_network_endpoint_group(name)
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             },
         )

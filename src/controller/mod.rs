@@ -787,7 +787,7 @@ pub async fn run(
         )
         .watches(
             Api::<Secret>::all(client.clone()),
-            watcher::Config::default(),
+            stores::secrets_watch(),
             move |secret| secret_all(secret.namespace()),
         )
         .watches(

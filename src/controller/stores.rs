@@ -80,15 +80,35 @@ where
     .boxed()
 }
 
+/// The only Secrets translation reads: `spec.tls` certificates (type `kubernetes.io/tls`).
+/// RBAC cannot grant by type, so the list/watch grant covers every Secret, but with this
+/// field selector (served for Secrets by every API server) no other Secret is ever sent to the
+/// operator or cached by it.
+pub const TLS_SECRETS: &str = "type=kubernetes.io/tls";
+
+/// Watch settings of the Secret store and trigger: [`TLS_SECRETS`] only.
+pub fn secrets_watch() -> watcher::Config {
+    watcher::Config::default().fields(TLS_SECRETS)
+}
+
 /// Starts a reflector for `K` on a background task; returns its store.
 fn spawn_reflector<K>(api: Api<K>, optional: bool) -> Store<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
+    spawn_reflector_with(api, watcher::Config::default(), optional)
+}
+
+/// [`spawn_reflector`] with watch settings (field or label selectors).
+fn spawn_reflector_with<K>(api: Api<K>, config: watcher::Config, optional: bool) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
     let (reader, writer) = reflector::store();
     let kind = K::kind(&K::DynamicType::default()).to_string();
-    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+    let stream = reflector::reflector(writer, watcher(api, config))
         .default_backoff()
         .applied_objects();
     tokio::spawn(async move {
@@ -156,7 +176,7 @@ impl Stores {
             endpoint_slices: spawn_reflector(Api::all(client.clone()), false),
             pods: spawn_reflector(Api::all(client.clone()), false),
             ingress_classes: spawn_reflector(Api::all(client.clone()), false),
-            secrets: spawn_reflector(Api::all(client.clone()), false),
+            secrets: spawn_reflector_with(Api::all(client.clone()), secrets_watch(), false),
             backend_configs: optional_store(client, bc),
             frontend_configs: optional_store(client, fc),
             managed_certificates: optional_store(client, mc),

@@ -180,11 +180,18 @@ impl System {
     /// Starts the local Kubernetes API and the emulator (not yet the operator).
     /// `emulator_args` are extra flags for gce-emulator.
     pub fn start(emulator_args: &[&str]) -> Result<System> {
+        Self::start_with(emulator_args, &[])
+    }
+
+    /// Like [`System::start`], with extra flags for fake-kube-apiserver too (e.g. `--nodes`,
+    /// `--audit-log`).
+    pub fn start_with(emulator_args: &[&str], apiserver_args: &[&str]) -> Result<System> {
         let dir = tempfile::tempdir()?;
         let kubeconfig = dir.path().join("kubeconfig");
         let mut cmd = Command::new(bin("fake-kube-apiserver"));
         cmd.args(["--listen", "127.0.0.1:0", "--kubeconfig-out"])
-            .arg(&kubeconfig);
+            .arg(&kubeconfig)
+            .args(apiserver_args);
         // E2E_AUDIT_LOG=PATH: every request of every test appended there (audit.k8s.io/v1
         // Event lines; docs/kube-apiserver.md), e.g. to derive the operator's RBAC.
         if let Some(path) = std::env::var_os("E2E_AUDIT_LOG") {
