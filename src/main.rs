@@ -13,7 +13,7 @@ use gclb_operator::compute::{Compute, ComputeConfig, ComputeMetrics};
 use gclb_operator::controller::leader_election::{LeaderElector, Timings};
 use gclb_operator::controller::{self, metrics::HttpState, ControllerMetrics, Stores};
 use gclb_operator::readiness;
-use gclb_operator::translate::{namer, TranslateConfig};
+use gclb_operator::translate::{Mode, TranslateConfig};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client};
@@ -57,13 +57,18 @@ struct RunArgs {
     #[arg(long, env = "GCLB_PROJECT")]
     project: String,
     /// Zone of the cluster's nodes (repeat for several); NEGs are created in each.
-    #[arg(long = "zone", required = true)]
+    #[arg(
+        long = "zone",
+        env = "GCLB_ZONES",
+        value_delimiter = ',',
+        required = true
+    )]
     zones: Vec<String>,
     /// VPC network name.
-    #[arg(long, default_value = "default")]
+    #[arg(long, env = "GCLB_NETWORK", default_value = "default")]
     network: String,
     /// Cluster name (informational).
-    #[arg(long)]
+    #[arg(long, env = "GCLB_CLUSTER_NAME")]
     cluster_name: String,
     /// Compute API host root, e.g. http://127.0.0.1:PORT (the emulator; anonymous credentials).
     /// Unset: the real API with Application Default Credentials.
@@ -72,9 +77,18 @@ struct RunArgs {
     /// Kubeconfig file; unset: KUBECONFIG, ~/.kube/config or the in-cluster config.
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
-    /// IngressClass name / `kubernetes.io/ingress.class` value this operator owns.
-    #[arg(long, default_value = "gce")]
-    ingress_class: String,
+    /// Serve class `gce` in place of GKE's Ingress controller (its HttpLoadBalancing add-on
+    /// disabled): IngressClass controller `k8s.io/ingress-gce`, Ingresses without a class when
+    /// no default IngressClass exists, GKE's finalizer and GKE's resource names, so load
+    /// balancers GKE built are adopted. Default: beside GKE's controller, with class `gclb`,
+    /// controller `gclb-operator.dev/gclb`, finalizer `gclb-operator.dev/ingress-finalizer`
+    /// and `gclb-` names (docs/install.md).
+    #[arg(long, env = "GCLB_TAKEOVER", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    takeover: bool,
+    /// IngressClass name / `kubernetes.io/ingress.class` value this operator owns (default:
+    /// `gclb`, or `gce` with --takeover).
+    #[arg(long, env = "GCLB_INGRESS_CLASS")]
+    ingress_class: Option<String>,
     /// Seconds between full resyncs of every Ingress.
     #[arg(long, default_value_t = 600)]
     resync_period: u64,
@@ -86,9 +100,10 @@ struct RunArgs {
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_listen: SocketAddr,
     /// System default backend Service (`namespace/name`) for Ingresses without
-    /// spec.defaultBackend.
-    #[arg(long, default_value = "kube-system/default-http-backend")]
-    default_backend_service: String,
+    /// spec.defaultBackend (default: `<POD_NAMESPACE>/gclb-default-backend`, deploy/'s own; with
+    /// --takeover GKE's `kube-system/default-http-backend`).
+    #[arg(long, env = "GCLB_DEFAULT_BACKEND_SERVICE")]
+    default_backend_service: Option<String>,
     /// Port (name or number) of the default backend Service.
     #[arg(long, default_value = "http")]
     default_backend_port: String,
@@ -96,7 +111,7 @@ struct RunArgs {
     #[arg(long, default_value_t = 500)]
     operation_poll_interval_ms: u64,
     /// Network tags of the nodes: targetTags of the L7 firewall rule (comma-separated).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, env = "GCLB_FIREWALL_TARGET_TAGS", value_delimiter = ',')]
     firewall_target_tags: Vec<String>,
     /// Manage the `cloud.google.com/load-balancer-neg-ready` readiness gate of Pods.
     #[arg(long, default_value_t = true, action = ArgAction::Set)]
@@ -104,7 +119,7 @@ struct RunArgs {
     /// Run the ManagedCertificate controller (gke-managed-certs) in this process. `false` leaves
     /// ManagedCertificates to a controller run elsewhere (on GKE it is a separate component);
     /// Ingresses still read their `status.certificateName`.
-    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    #[arg(long, env = "GCLB_MANAGED_CERTIFICATES", default_value_t = true, action = ArgAction::Set)]
     managed_certificates: bool,
     /// Seconds after Pod creation when the readiness gate opens without a health state.
     #[arg(long, default_value_t = 600)]
@@ -233,6 +248,19 @@ async fn kube_client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
     Client::try_from(config).context("building the Kubernetes client")
 }
 
+/// The default backend Service a mode uses when `--default-backend-service` is not given:
+/// GKE's in takeover mode, else the operator's own in its namespace (deploy/default-backend.yaml).
+fn default_backend_service(mode: Mode) -> String {
+    match mode {
+        Mode::Takeover => "kube-system/default-http-backend".to_owned(),
+        Mode::Coexist => {
+            let namespace =
+                std::env::var("POD_NAMESPACE").unwrap_or_else(|_| "gclb-operator".to_owned());
+            format!("{namespace}/gclb-default-backend")
+        }
+    }
+}
+
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let client = kube_client(args.kubeconfig.as_ref()).await?;
     let kube_system = Api::<Namespace>::all(client.clone())
@@ -252,10 +280,21 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         &args.cluster_name,
         &kube_system_uid,
     );
-    translate.ingress_class = args.ingress_class.clone();
+    let mode = if args.takeover {
+        Mode::Takeover
+    } else {
+        Mode::Coexist
+    };
+    translate = translate.with_mode(mode);
+    if let Some(class) = &args.ingress_class {
+        translate.ingress_class = class.clone();
+    }
     translate.firewall_target_tags = args.firewall_target_tags.clone();
-    let (db_ns, db_name) = args
+    let default_backend = args
         .default_backend_service
+        .clone()
+        .unwrap_or_else(|| default_backend_service(mode));
+    let (db_ns, db_name) = default_backend
         .split_once('/')
         .context("--default-backend-service must be namespace/name")?;
     translate.default_backend = Some((
@@ -264,9 +303,14 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         args.default_backend_port.clone(),
     ));
     tracing::info!(
+        ?mode,
+        ingress_class = %translate.ingress_class,
+        controller = mode.controller(),
+        finalizer = controller::finalizer_for(mode),
+        default_backend = %default_backend,
         project = %args.project,
         cluster_uid = %translate.cluster_uid,
-        firewall = %namer::l7_firewall(&translate.cluster_uid),
+        firewall = %translate.l7_firewall_name(),
         "starting"
     );
 

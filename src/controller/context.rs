@@ -135,13 +135,9 @@ impl Context {
     }
 
     pub(crate) fn namer(&self, key: &ObjectKey) -> FrontendNamer {
-        let t = &self.config.translate;
-        FrontendNamer::new(
-            &t.cluster_uid,
-            &t.kube_system_uid,
-            &key.namespace,
-            &key.name,
-        )
+        self.config
+            .translate
+            .frontend_namer(&key.namespace, &key.name)
     }
 
     /// Owned Ingresses that are not being deleted, except `exclude`.
@@ -167,6 +163,7 @@ impl Context {
     ) -> LiveSet {
         let t = &self.config.translate;
         let mut live = LiveSet {
+            scheme: t.mode.scheme(),
             cluster_uid: t.cluster_uid.clone(),
             zones: t.zones.clone(),
             ..LiveSet::default()
@@ -214,9 +211,6 @@ impl Context {
             )
             .await;
         }
-        if !changes.is_empty() {
-            info!(deleted = changes.len(), "garbage collected");
-        }
         result
     }
 
@@ -256,7 +250,14 @@ impl Context {
     ) -> Result<(), SyncError> {
         let _exclusive = self.gc_lock.write().await;
         let live = self.live_set(&self.stores.snapshot(), exclude);
-        collect_garbage(&self.compute, &live, changes).await
+        let result = collect_garbage(&self.compute, &live, changes).await;
+        // Tests and operators wait for this line to know a run has looked at the project.
+        info!(
+            deleted = changes.len(),
+            ok = result.is_ok(),
+            "garbage collection run finished"
+        );
+        result
     }
 }
 

@@ -8,7 +8,6 @@ use kube::ResourceExt;
 use super::{Context, SUPPRESS_XPN_ANNOTATION};
 use crate::sync::firewalls::{self, FirewallOutcome};
 use crate::sync::{Changes, SyncError};
-use crate::translate::namer;
 use crate::translate::{
     firewall_hint, translate_firewall, translate_ingress, DesiredIngress, FirewallHintOp, ObjectKey,
 };
@@ -49,12 +48,7 @@ impl Context {
         let mut changes = Changes::new();
         match translate_firewall(&refs, t) {
             None if live.is_empty() => {
-                firewalls::delete(
-                    &self.compute,
-                    &namer::l7_firewall(&t.cluster_uid),
-                    &mut changes,
-                )
-                .await
+                firewalls::delete(&self.compute, &t.l7_firewall_name(), &mut changes).await
             }
             None => Ok(()),
             Some(rule) => match firewalls::ensure(&self.compute, &rule, &mut changes).await? {

@@ -2,8 +2,10 @@
 //!
 //! Modelled on kube-rs/controller-rs: a [`Context`] carries the clients, stores and metrics;
 //! [`reconcile`] runs per Ingress (up to `--workers` at once, no global lock) through
-//! kube-runtime's `finalizer()` helper, which splits Apply from Cleanup around the finalizer
-//! `networking.gke.io/ingress-finalizer-V2` (inventory §4); [`error_policy`] requeues failures.
+//! kube-runtime's `finalizer()` helper, which splits Apply from Cleanup around the mode's
+//! finalizer ([`finalizer_for`]: GKE's `networking.gke.io/ingress-finalizer-V2` in takeover
+//! mode, inventory §4; [`OWN_FINALIZER`] beside GKE's controller); [`error_policy`] requeues
+//! failures.
 //!
 //! Apply (inventory §4 "Sync order", with GKE's pain points fixed):
 //! 1. translate (pure); an error is a Warning `Translate` Event and nothing is touched;
@@ -50,15 +52,26 @@ use tracing::info;
 
 use crate::compute::Compute;
 use crate::sync::SyncError;
-use crate::translate::TranslateConfig;
+use crate::translate::{Mode, TranslateConfig};
 
 pub use context::Context;
 pub use metrics::ControllerMetrics;
 pub use reconcile::{error_policy, reconcile};
 pub use stores::Stores;
 
-/// The finalizer GKE's controller uses for v2-named load balancers (inventory §4).
-pub const FINALIZER: &str = "networking.gke.io/ingress-finalizer-V2";
+/// The finalizer GKE's controller uses for v2-named load balancers (inventory §4); this
+/// operator's in takeover mode, so an Ingress GKE's controller finalized is recognised.
+pub const GKE_FINALIZER: &str = "networking.gke.io/ingress-finalizer-V2";
+/// This operator's finalizer beside GKE's controller: never one GKE's controller removes.
+pub const OWN_FINALIZER: &str = "gclb-operator.dev/ingress-finalizer";
+
+/// The finalizer the operator puts on the Ingresses it serves in `mode`.
+pub fn finalizer_for(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Coexist => OWN_FINALIZER,
+        Mode::Takeover => GKE_FINALIZER,
+    }
+}
 /// Ingress annotation that suppresses the `XPN` firewall Event (inventory §1).
 pub const SUPPRESS_XPN_ANNOTATION: &str = "networking.gke.io/suppress-firewall-xpn-error";
 /// Requeue delay while some backend is not HEALTHY yet, so the `backends` annotation follows.

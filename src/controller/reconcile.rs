@@ -11,7 +11,7 @@ use kube::{Api, ResourceExt};
 use tracing::{info, instrument, warn};
 
 use super::context::key_string;
-use super::{status, Context, Error, ERROR_REQUEUE, FINALIZER, HEALTH_REFRESH};
+use super::{finalizer_for, status, Context, Error, ERROR_REQUEUE, HEALTH_REFRESH};
 use crate::sync::backend_services;
 use crate::sync::ingress::{delete_frontend, sync_backends, sync_frontend, FrontendStatus};
 use crate::sync::{Changes, SyncError};
@@ -34,7 +34,8 @@ async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Ac
     let key = ObjectKey::of(&*ingress);
     let snapshot = ctx.stores.snapshot();
     let owned = owns_ingress(&snapshot, &ingress, &ctx.config.translate);
-    let has_finalizer = ingress.finalizers().iter().any(|f| f == FINALIZER);
+    let own_finalizer = finalizer_for(ctx.config.translate.mode);
+    let has_finalizer = ingress.finalizers().iter().any(|f| f == own_finalizer);
     let api: Api<Ingress> = Api::namespaced(ctx.client.clone(), &key.namespace);
     if !owned {
         if has_finalizer && ingress.metadata.deletion_timestamp.is_none() {
@@ -44,7 +45,7 @@ async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Ac
             let rest: Vec<String> = ingress
                 .finalizers()
                 .iter()
-                .filter(|f| *f != FINALIZER)
+                .filter(|f| *f != own_finalizer)
                 .cloned()
                 .collect();
             let patch = serde_json::json!({"metadata": {"finalizers": rest}});
@@ -62,7 +63,7 @@ async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Ac
         }
     }
     let ctx2 = ctx.clone();
-    finalizer(&api, FINALIZER, ingress, |event| async move {
+    finalizer(&api, own_finalizer, ingress, |event| async move {
         match event {
             finalizer::Event::Apply(ingress) => apply(ingress, &ctx2, snapshot).await,
             finalizer::Event::Cleanup(ingress) => {

@@ -19,7 +19,7 @@ use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client};
 
 use super::neg::NegRef;
-use crate::translate::{namer, owns_ingress, ClusterSnapshot, TranslateConfig};
+use crate::translate::{owns_ingress, ClusterSnapshot, TranslateConfig};
 
 /// Answers "which readiness-gated NEGs is a Pod with these labels in?".
 pub trait NegLookup: Send + Sync {
@@ -111,7 +111,7 @@ pub fn negs_for_pod<'a, S: std::borrow::Borrow<Service>>(
         let Some(number) = number else {
             continue;
         };
-        let neg = namer::backend(&config.cluster_uid, &ns, &name, number);
+        let neg = config.backend_name(&ns, &name, number);
         for zone in &config.zones {
             negs.insert(NegRef::new(zone.clone(), neg.clone()));
         }

@@ -16,6 +16,8 @@ use crate::translate::namer;
 /// What is still wanted.
 #[derive(Clone, Debug, Default)]
 pub struct LiveSet {
+    /// The names this operator uses (GC never looks at the other scheme's).
+    pub scheme: namer::Scheme,
     /// 8-char cluster UID.
     pub cluster_uid: String,
     /// `lb` names (FrontendNamer::lb_name) of every live Ingress we own, translated or not.
@@ -32,8 +34,8 @@ impl LiveSet {
     /// Whether `name` is a frontend resource of `kind` (`um`, `fr`, ...) of this cluster whose
     /// Ingress is gone.
     fn stale_frontend(&self, kind: &str, name: &str) -> bool {
-        let prefix = format!("k8s2-{kind}-");
-        let ours = namer::frontend_prefix(kind, &self.cluster_uid);
+        let prefix = format!("{}-{kind}-", self.scheme.frontend());
+        let ours = namer::frontend_prefix(self.scheme, kind, &self.cluster_uid);
         match name.strip_prefix(&prefix) {
             Some(lb) if name.starts_with(&ours) => !self.frontends.contains(lb),
             _ => false,
@@ -41,15 +43,19 @@ impl LiveSet {
     }
 
     fn stale_certificate(&self, name: &str) -> bool {
-        name.starts_with(&namer::frontend_prefix("cr", &self.cluster_uid))
-            && !self
-                .certificate_prefixes
-                .iter()
-                .any(|p| name.starts_with(p))
+        name.starts_with(&namer::frontend_prefix(
+            self.scheme,
+            "cr",
+            &self.cluster_uid,
+        )) && !self
+            .certificate_prefixes
+            .iter()
+            .any(|p| name.starts_with(p))
     }
 
     fn stale_backend(&self, name: &str) -> bool {
-        name.starts_with(&namer::backend_prefix(&self.cluster_uid)) && !self.backends.contains(name)
+        name.starts_with(&namer::backend_prefix(self.scheme, &self.cluster_uid))
+            && !self.backends.contains(name)
     }
 }
 
@@ -174,6 +180,7 @@ mod tests {
     #[test]
     fn only_this_clusters_unwanted_names_are_stale() {
         let mut live = LiveSet {
+            scheme: namer::Scheme::Gke,
             cluster_uid: "abcd1234".into(),
             ..LiveSet::default()
         };
@@ -189,5 +196,32 @@ mod tests {
         assert!(live.stale_backend("k8s1-abcd1234-default-old-80-00000000"));
         assert!(!live.stale_backend("k8s1-zzzz9999-default-old-80-00000000"));
         assert!(!live.stale_backend("my-backend"));
+    }
+
+    /// In its own scheme GC sees only `gclb-` names: GKE's resources of the same cluster (same
+    /// cluster UID, same Ingress names) are never stale, and the reverse.
+    #[test]
+    fn each_scheme_sees_only_its_own_names() {
+        let own = LiveSet {
+            scheme: namer::Scheme::Own,
+            cluster_uid: "abcd1234".into(),
+            ..LiveSet::default()
+        };
+        assert!(own.stale_frontend("um", "gclb-um-abcd1234-default-old-x1y2z3w4"));
+        assert!(!own.stale_frontend("um", "k8s2-um-abcd1234-default-old-x1y2z3w4"));
+        assert!(own.stale_backend("gclb-abcd1234-default-old-80-00000000"));
+        assert!(!own.stale_backend("k8s1-abcd1234-default-old-80-00000000"));
+        assert!(own.stale_certificate("gclb-cr-abcd1234-0123456789abcdef-0123456789abcdef"));
+        assert!(!own.stale_certificate("k8s2-cr-abcd1234-0123456789abcdef-0123456789abcdef"));
+        // A frontend name never reads as a backend name of the same scheme, and the reverse.
+        assert!(!own.stale_backend("gclb-um-abcd1234-default-old-x1y2z3w4"));
+        assert!(!own.stale_frontend("um", "gclb-abcd1234-default-old-80-00000000"));
+        let gke = LiveSet {
+            scheme: namer::Scheme::Gke,
+            ..own
+        };
+        assert!(!gke.stale_frontend("um", "gclb-um-abcd1234-default-old-x1y2z3w4"));
+        assert!(!gke.stale_backend("gclb-abcd1234-default-old-80-00000000"));
+        assert!(!gke.stale_certificate("gclb-cr-abcd1234-0123456789abcdef-0123456789abcdef"));
     }
 }

@@ -454,7 +454,13 @@ async fn in_sync_frontend_resync_sends_no_mutation_even_for_absent_https_parts()
 
     let server = MockServer::start().await;
     forbid_mutations(&server).await;
-    let namer = FrontendNamer::new("abcd1234", "ks-uid", "default", "web");
+    let namer = FrontendNamer::new(
+        crate::translate::namer::Scheme::Gke,
+        "abcd1234",
+        "ks-uid",
+        "default",
+        "web",
+    );
     let (um, tp, fr) = (
         namer.url_map(),
         namer.target_http_proxy(),
@@ -733,8 +739,13 @@ async fn https_proxy_ssl_policy_is_left_alone_removed_or_set() {
 #[tokio::test]
 async fn delete_frontend_deletes_only_what_exists() {
     let server = MockServer::start().await;
-    let namer =
-        crate::translate::namer::FrontendNamer::new("uid12345", "kube-system-uid", "shop", "web");
+    let namer = crate::translate::namer::FrontendNamer::new(
+        crate::translate::namer::Scheme::Gke,
+        "uid12345",
+        "kube-system-uid",
+        "shop",
+        "web",
+    );
     let g = "/compute/v1/projects/p1/global";
     let present = [
         format!("{g}/forwardingRules/{}", namer.http_forwarding_rule()),

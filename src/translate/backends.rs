@@ -15,7 +15,7 @@ use super::endpoints::service_endpoints;
 use super::health_check::{self, HealthCheckInputs};
 use super::service_ports::ResolvedBackend;
 use super::{
-    namer, ClusterSnapshot, DesiredBackend, DesiredNeg, ObjectKey, TranslateConfig, TranslateError,
+    ClusterSnapshot, DesiredBackend, DesiredNeg, ObjectKey, TranslateConfig, TranslateError,
 };
 use crate::crd::backend_config::{BackendConfigSpec, CacheMode, CdnConfig};
 
@@ -38,7 +38,7 @@ pub fn desired_backend(
 ) -> Result<DesiredBackend, TranslateError> {
     let key = &resolved.key;
     let service_key = ObjectKey::new(key.namespace.clone(), key.service.clone());
-    let name = namer::backend(&config.cluster_uid, &key.namespace, &key.service, key.port);
+    let name = config.backend_name(&key.namespace, &key.service, key.port);
     let protocol = annotations::app_protocol(resolved.service, resolved.port)?;
     let bc = backend_config(snapshot, resolved, &service_key)?;
     let bc_spec = bc.as_ref().map(|(_, spec)| spec);

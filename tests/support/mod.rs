@@ -291,6 +291,11 @@ impl System {
             .args(extra)
             .env("POD_NAMESPACE", OPERATOR_NAMESPACE)
             .env("RUST_LOG", "info,gclb_operator=debug");
+        // The local cluster has no GKE Ingress controller: tests run the operator in its place
+        // (class gce, GKE's names and finalizer) unless they pass `--takeover=false`.
+        if !extra.iter().any(|a| a.starts_with("--takeover")) {
+            cmd.arg("--takeover");
+        }
         // Tests that do not ask for periodic resyncs get none, so that nothing happens
         // behind their back.
         if !extra.contains(&"--resync-period") {

@@ -44,7 +44,7 @@ fn kubectl_apply_k_deploy_dry_run_then_real_apply() {
     ]);
     for name in [
         "deployment.apps/gclb-operator",
-        "deployment.apps/default-http-backend",
+        "deployment.apps/gclb-default-backend",
         "serviceaccount/gclb-operator",
         "clusterrole.rbac.authorization.k8s.io/gclb-operator",
         "clusterrolebinding.rbac.authorization.k8s.io/gclb-operator",
@@ -86,7 +86,7 @@ fn kubectl_apply_k_deploy_dry_run_then_real_apply() {
     );
     let row: Vec<&str> = out
         .lines()
-        .nth(1)
+        .find(|l| l.starts_with("gclb-operator "))
         .unwrap_or("")
         .split_whitespace()
         .collect();
