@@ -56,13 +56,10 @@ struct RunArgs {
     /// Google Cloud project that holds the load balancers.
     #[arg(long, env = "GCLB_PROJECT")]
     project: String,
-    /// Zone of the cluster's nodes (repeat for several); NEGs are created in each.
-    #[arg(
-        long = "zone",
-        env = "GCLB_ZONES",
-        value_delimiter = ',',
-        required = true
-    )]
+    /// Pin the NEG zones (repeat, or comma-separate): NEGs in exactly these zones, endpoints in
+    /// other zones in none (a Warning Event). Default: the zones of the cluster's Nodes
+    /// (`topology.kubernetes.io/zone`), followed as Nodes come and go.
+    #[arg(long = "zone", env = "GCLB_ZONES", value_delimiter = ',')]
     zones: Vec<String>,
     /// VPC network name.
     #[arg(long, env = "GCLB_NETWORK", default_value = "default")]
@@ -435,7 +432,8 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
                 stores.services.clone(),
                 stores.ingress_classes.clone(),
                 translate,
-            );
+            )
+            .with_nodes(stores.nodes.clone());
             let lookup = Arc::new(lookup);
             if let Some((listener, tls)) = webhook {
                 let state = gclb_operator::webhook::WebhookState::new(lookup.clone());

@@ -307,6 +307,45 @@ impl Compute {
         }
     }
 
+    /// `compute.networkEndpointGroups.aggregatedList`, every page: the NEGs of every zone as
+    /// `(zone, NEG)`, so garbage collection finds NEGs in zones the cluster has left.
+    pub async fn aggregated_list_network_endpoint_groups(
+        &self,
+    ) -> Result<Vec<(String, model::NetworkEndpointGroup)>> {
+        let mut items = Vec::new();
+        let mut token = String::new();
+        loop {
+            let page = self
+                .read("compute.networkEndpointGroups.aggregatedList", "", || {
+                    self.clients
+                        .network_endpoint_groups
+                        .aggregated_list()
+                        .set_project(&self.project)
+                        .set_page_token(token.clone())
+                        .with_user_agent(crate::USER_AGENT)
+                        .send()
+                })
+                .await?;
+            for (scope, list) in page.items {
+                let Some(zone) = scope.strip_prefix("zones/") else {
+                    continue;
+                };
+                items.extend(
+                    list.network_endpoint_groups
+                        .into_iter()
+                        .map(|neg| (zone.to_owned(), neg)),
+                );
+            }
+            match page.next_page_token {
+                Some(t) if !t.is_empty() => token = t,
+                _ => {
+                    items.sort_by(|a, b| (&a.0, &a.1.name).cmp(&(&b.0, &b.1.name)));
+                    return Ok(items);
+                }
+            }
+        }
+    }
+
     /// `compute.networkEndpointGroups.listNetworkEndpoints` (with health), every page.
     pub async fn list_network_endpoints(
         &self,

@@ -165,7 +165,6 @@ impl Context {
         let mut live = LiveSet {
             scheme: t.mode.scheme(),
             cluster_uid: t.cluster_uid.clone(),
-            zones: t.zones.clone(),
             ..LiveSet::default()
         };
         for ingress in self.live_ingresses(snapshot, exclude) {
@@ -180,6 +179,12 @@ impl Context {
                 })
             {
                 live.backends.extend(desired.backends.keys().cloned());
+                for backend in desired.backends.values() {
+                    live.negs.extend(backend.negs.iter().map(|n| {
+                        let name = n.neg.name.clone().unwrap_or_default();
+                        (n.zone.clone(), name)
+                    }));
+                }
             }
         }
         live

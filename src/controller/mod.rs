@@ -261,6 +261,16 @@ pub async fn run(
         );
     }
 
+    // A zone gaining its first Node or losing its last changes every backend's NEGs (unless
+    // `--zone` pins them): every Ingress is reconciled again.
+    if config.translate.zones.is_empty() {
+        let zones = stores.zones.clone();
+        let changes = futures::stream::unfold(zones, |mut zones| async move {
+            zones.changed().await.ok()?;
+            Some(((), zones))
+        });
+        controller = controller.reconcile_all_on(changes);
+    }
     let ctx = Arc::new(Context::new(client, compute, stores, config, metrics));
     controller
         .shutdown_on_signal()

@@ -7,6 +7,7 @@
 //! receiver that keeps a single waker, so with several concurrent waiters on one store only the
 //! last one to poll is woken and the others hang forever (seen as a missing "stores synced" line).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,8 +21,11 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 
 use crate::crd::{BackendConfig, FrontendConfig, ManagedCertificate};
+use crate::readiness::lookup::NodeMeta;
+use crate::translate::endpoints::node_zone;
 use crate::translate::{ClusterSnapshot, SnapshotObject};
 
 /// Read handles of every store.
@@ -45,6 +49,10 @@ pub struct Stores {
     pub frontend_configs: Store<FrontendConfig>,
     /// ManagedCertificates (empty when the CRD is absent).
     pub managed_certificates: Store<ManagedCertificate>,
+    /// Nodes, metadata only (their zones).
+    pub nodes: Store<NodeMeta>,
+    /// The set of Node zones; changes when a zone gains its first Node or loses its last.
+    pub zones: watch::Receiver<BTreeSet<String>>,
     ready: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
@@ -130,6 +138,51 @@ where
     reader
 }
 
+/// Starts the Node metadata reflector (names and labels are all the operator needs: the zone)
+/// and returns its store and a channel holding the set of Node zones, changed only when that
+/// set changes (a zone's first Node appears or its last one goes).
+fn spawn_node_reflector(client: &Client) -> (Store<NodeMeta>, watch::Receiver<BTreeSet<String>>) {
+    let (reader, writer) = reflector::store();
+    let (zones_tx, zones_rx) = watch::channel(BTreeSet::new());
+    let api: Api<NodeMeta> = Api::all(client.clone());
+    let stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer);
+    let store = reader.clone();
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(_) => {
+                    let zones = node_zones(&store).into_values().collect::<BTreeSet<_>>();
+                    zones_tx.send_if_modified(|old| {
+                        let changed = *old != zones;
+                        if changed {
+                            tracing::info!(?zones, "the cluster's Node zones changed");
+                            *old = zones;
+                        }
+                        changed
+                    });
+                }
+                Err(e) => tracing::warn!(kind = "Node", error = %e, "watch error"),
+            }
+        }
+    });
+    (reader, zones_rx)
+}
+
+/// Zone of every Node that has one, by Node name.
+fn node_zones(nodes: &Store<NodeMeta>) -> BTreeMap<String, String> {
+    nodes
+        .state()
+        .iter()
+        .filter_map(|n| {
+            let labels = n.metadata.labels.as_ref()?;
+            Some((n.metadata.name.clone()?, node_zone(labels)?.to_owned()))
+        })
+        .collect()
+}
+
 /// Whether the API serves `K` (for the optional CRD kinds).
 async fn served<K>(client: &Client) -> bool
 where
@@ -170,6 +223,7 @@ impl Stores {
         let bc = served::<BackendConfig>(client).await;
         let fc = served::<FrontendConfig>(client).await;
         let mc = served::<ManagedCertificate>(client).await;
+        let (nodes, zones) = spawn_node_reflector(client);
         Self {
             ingresses,
             services: spawn_reflector(Api::all(client.clone()), false),
@@ -180,6 +234,8 @@ impl Stores {
             backend_configs: optional_store(client, bc),
             frontend_configs: optional_store(client, fc),
             managed_certificates: optional_store(client, mc),
+            nodes,
+            zones,
             ready: Arc::new(tokio::sync::watch::channel(false).0),
         }
         .watch_first_lists()
@@ -197,6 +253,7 @@ impl Stores {
             first_list("BackendConfig", self.backend_configs.clone()),
             first_list("FrontendConfig", self.frontend_configs.clone()),
             first_list("ManagedCertificate", self.managed_certificates.clone()),
+            first_list("Node", self.nodes.clone()),
         ];
         let ready = self.ready.clone();
         tokio::spawn(async move {
@@ -242,6 +299,7 @@ impl Stores {
         fill(&mut s, &self.backend_configs);
         fill(&mut s, &self.frontend_configs);
         fill(&mut s, &self.managed_certificates);
+        s.node_zones = node_zones(&self.nodes);
         s
     }
 }
@@ -272,6 +330,7 @@ mod tests {
         let (backend_configs, mut w_bc) = empty::<BackendConfig>();
         let (frontend_configs, mut w_fc) = empty::<FrontendConfig>();
         let (managed_certificates, mut w_mc) = empty::<ManagedCertificate>();
+        let (nodes, mut w_node) = empty::<NodeMeta>();
         let stores = Stores {
             ingresses,
             services,
@@ -282,6 +341,8 @@ mod tests {
             backend_configs,
             frontend_configs,
             managed_certificates,
+            nodes,
+            zones: watch::channel(BTreeSet::new()).1,
             ready: Arc::new(tokio::sync::watch::channel(false).0),
         }
         .watch_first_lists();
@@ -303,6 +364,7 @@ mod tests {
         w_bc.apply_watcher_event(&watcher::Event::InitDone);
         w_fc.apply_watcher_event(&watcher::Event::InitDone);
         w_mc.apply_watcher_event(&watcher::Event::InitDone);
+        w_node.apply_watcher_event(&watcher::Event::InitDone);
         let deadline = Duration::from_secs(30);
         for w in waiters {
             tokio::time::timeout(deadline, w)

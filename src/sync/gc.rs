@@ -26,8 +26,9 @@ pub struct LiveSet {
     pub certificate_prefixes: Vec<String>,
     /// Backend names (backend service = health check = NEG) wanted by translated Ingresses.
     pub backends: BTreeSet<String>,
-    /// Zones NEGs live in.
-    pub zones: Vec<String>,
+    /// NEGs wanted, as `(zone, name)`: a backend's NEG in a zone the cluster has left is
+    /// garbage even though the backend is not.
+    pub negs: BTreeSet<(String, String)>,
 }
 
 impl LiveSet {
@@ -56,6 +57,11 @@ impl LiveSet {
     fn stale_backend(&self, name: &str) -> bool {
         name.starts_with(&namer::backend_prefix(self.scheme, &self.cluster_uid))
             && !self.backends.contains(name)
+    }
+
+    fn stale_neg(&self, zone: &str, name: &str) -> bool {
+        name.starts_with(&namer::backend_prefix(self.scheme, &self.cluster_uid))
+            && !self.negs.contains(&(zone.to_owned(), name.to_owned()))
     }
 }
 
@@ -150,15 +156,16 @@ pub async fn collect_garbage(
             skip_in_use(backend_services::delete(compute, &name, changes).await)?;
         }
     }
-    for zone in &live.zones {
-        let negs = compute
-            .list_network_endpoint_groups(zone)
-            .await
-            .map_err(list_err(network_endpoint_groups::KIND))?;
-        for name in names(negs, |n| n.name.as_ref()) {
-            if live.stale_backend(&name) {
-                skip_in_use(network_endpoint_groups::delete(compute, zone, &name, changes).await)?;
-            }
+    // Every zone, not only the cluster's current ones: a zone whose last Node went keeps its
+    // NEGs until they are collected here (once the backend service no longer uses them).
+    let negs = compute
+        .aggregated_list_network_endpoint_groups()
+        .await
+        .map_err(list_err(network_endpoint_groups::KIND))?;
+    for (zone, neg) in negs {
+        let Some(name) = neg.name else { continue };
+        if live.stale_neg(&zone, &name) {
+            skip_in_use(network_endpoint_groups::delete(compute, &zone, &name, changes).await)?;
         }
     }
     let checks = compute
@@ -223,5 +230,22 @@ mod tests {
         assert!(!gke.stale_frontend("um", "gclb-um-abcd1234-default-old-x1y2z3w4"));
         assert!(!gke.stale_backend("gclb-abcd1234-default-old-80-00000000"));
         assert!(!gke.stale_certificate("gclb-cr-abcd1234-0123456789abcdef-0123456789abcdef"));
+    }
+
+    /// A backend that is still wanted loses the NEG of a zone it no longer has.
+    #[test]
+    fn negs_are_stale_per_zone() {
+        let mut live = LiveSet {
+            scheme: namer::Scheme::Gke,
+            cluster_uid: "abcd1234".into(),
+            ..LiveSet::default()
+        };
+        let name = "k8s1-abcd1234-default-web-80-00000000";
+        live.backends.insert(name.into());
+        live.negs.insert(("us-central1-a".into(), name.into()));
+        assert!(!live.stale_neg("us-central1-a", name));
+        assert!(live.stale_neg("us-central1-b", name));
+        assert!(!live.stale_backend(name));
+        assert!(!live.stale_neg("us-central1-b", "k8s1-zzzz9999-default-web-80-00000000"));
     }
 }

@@ -92,8 +92,8 @@ pub struct TranslateConfig {
     pub project: String,
     /// VPC network name (not URL), e.g. `default`.
     pub network: String,
-    /// Zones the cluster's nodes run in; NEGs are created in each. Endpoints whose
-    /// EndpointSlice `zone` is not one of these go to the first zone.
+    /// `--zone` override: NEGs in exactly these zones, endpoints of other zones in none. Empty
+    /// (the default): the zones of the cluster's Nodes ([`endpoints::neg_zones`]).
     pub zones: Vec<String>,
     /// Cluster name (informational; not part of any resource name).
     pub cluster_name: String,
@@ -225,6 +225,9 @@ pub fn translate_ingress(
     for resolved in std::iter::once(&default).chain(plan.backends.iter()) {
         let desired = backends::desired_backend(snapshot, config, resolved)?;
         let name = desired.backend_service.name.clone().unwrap_or_default();
+        if !backends.contains_key(&name) {
+            findings.extend(desired.findings.iter().cloned());
+        }
         backends.entry(name).or_insert(desired);
     }
     let frontend = frontend::frontend(
@@ -291,3 +294,5 @@ mod invariants_tests;
 mod test_support;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod zones_tests;

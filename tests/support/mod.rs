@@ -24,7 +24,8 @@ pub const DEADLINE: Duration = Duration::from_secs(90);
 pub const OPERATOR_NAMESPACE: &str = "gclb-operator";
 pub const OPERATOR_SERVICE_ACCOUNT: &str = "gclb-operator";
 
-/// Project, zone and cluster name the tests run the operator with.
+/// Project, zone (of the local API's one Node, where the NEGs go) and cluster name the tests
+/// run the operator with.
 pub const PROJECT: &str = "e2e-project";
 pub const ZONE: &str = "us-central1-a";
 pub const CLUSTER: &str = "e2e";
@@ -277,8 +278,6 @@ impl System {
             .args([
                 "--project",
                 PROJECT,
-                "--zone",
-                ZONE,
                 "--network",
                 "default",
                 "--cluster-name",
