@@ -327,16 +327,41 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             .context("connecting to the Compute API")?,
     );
 
+    // The readiness-gate webhook serves on every replica, leader or standby, from its own
+    // caches (the decision is read-only): started before leader election.
+    let webhook = match (
+        &args.webhook_listen,
+        &args.webhook_tls_cert,
+        &args.webhook_tls_key,
+    ) {
+        (Some(listen), Some(cert), Some(key)) => {
+            let serving = gclb_operator::webhook::start(
+                client.clone(),
+                translate.clone(),
+                *listen,
+                cert,
+                key,
+            )
+            .await
+            .context("starting the readiness-gate webhook")?;
+            println!("webhook listening on https://{}", serving.addr);
+            Some(serving)
+        }
+        _ => None,
+    };
     let stores_slot: Arc<std::sync::OnceLock<Stores>> = Arc::default();
-    // A standby replica (leader election on, Lease held by another) is ready: it is healthy
-    // and must not hold up a rolling update of the operator's Deployment.
+    // Ready: the webhook (when served) answers from synced caches, and the controller's stores
+    // have synced, or this replica stands by (leader election on, Lease held by another): a
+    // standby is healthy, serves the webhook and must not hold up a rolling update.
     let standby = Arc::new(std::sync::atomic::AtomicBool::new(args.leader_elect));
     let ready = {
         let slot = stores_slot.clone();
         let standby = standby.clone();
+        let webhook = webhook.clone();
         Arc::new(move || {
-            standby.load(std::sync::atomic::Ordering::Relaxed)
-                || slot.get().is_some_and(Stores::is_ready)
+            webhook.as_ref().is_none_or(|w| w.is_ready())
+                && (standby.load(std::sync::atomic::Ordering::Relaxed)
+                    || slot.get().is_some_and(Stores::is_ready))
         }) as Arc<dyn Fn() -> bool + Send + Sync>
     };
     let addr = controller::metrics::serve(
@@ -390,22 +415,6 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         resync_period: Duration::from_secs(args.resync_period.max(1)),
         workers: args.workers.max(1),
     };
-    let webhook = match (
-        &args.webhook_listen,
-        &args.webhook_tls_cert,
-        &args.webhook_tls_key,
-    ) {
-        (Some(listen), Some(cert), Some(key)) => {
-            let tls = gclb_operator::webhook::tls::server_config(cert, key)
-                .context("loading the webhook certificate and key")?;
-            let listener = tokio::net::TcpListener::bind(listen)
-                .await
-                .with_context(|| format!("binding --webhook-listen {listen}"))?;
-            tracing::info!(addr = %listener.local_addr()?, "webhook listening");
-            Some((listener, tls))
-        }
-        _ => None,
-    };
     // ManagedCertificate controller (gke-managed-certs): off by itself when the CRD is absent.
     if args.managed_certificates {
         let mut mcrt_config = gclb_operator::managed_certificates::Config::new(&kube_system_uid);
@@ -435,14 +444,6 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             )
             .with_nodes(stores.nodes.clone());
             let lookup = Arc::new(lookup);
-            if let Some((listener, tls)) = webhook {
-                let state = gclb_operator::webhook::WebhookState::new(lookup.clone());
-                tokio::spawn(gclb_operator::webhook::tls::serve(
-                    listener,
-                    tls,
-                    gclb_operator::webhook::router(state),
-                ));
-            }
             let ctx = readiness::Context::new(
                 readiness_client,
                 Arc::new(health),

@@ -133,6 +133,15 @@ fn default_install_is_accepted_and_stays_out_of_gkes_way() -> Result<()> {
             "{name}"
         );
     }
+    // High availability: two replicas, never both disrupted at once.
+    let operator = find(&objects, "Deployment", "gclb-operator").context("operator")?;
+    assert_eq!(operator["spec"]["replicas"], 2);
+    let pdb = find(&objects, "PodDisruptionBudget", "gclb-operator").context("no PDB")?;
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    assert_eq!(
+        pdb["spec"]["selector"]["matchLabels"],
+        operator["spec"]["selector"]["matchLabels"]
+    );
     let cm = config_map(&objects)?;
     let container = operator_container(&objects)?;
     assert_eq!(
@@ -159,6 +168,44 @@ fn default_install_is_accepted_and_stays_out_of_gkes_way() -> Result<()> {
         out.contains("ingressclass.networking.k8s.io/gclb created"),
         "{out}"
     );
+    assert!(
+        out.contains("poddisruptionbudget.policy/gclb-operator created"),
+        "{out}"
+    );
+    Ok(())
+}
+
+/// The webhook component: never kube-system nor the operator's own namespace, and the webhook
+/// Service selects the operator Pods (every replica serves it).
+#[test]
+fn webhook_component_skips_system_namespaces() -> Result<()> {
+    let objects = objects(&render(&deploy_dir(), &["webhook"])?)?;
+    let config = find(
+        &objects,
+        "MutatingWebhookConfiguration",
+        "gclb-operator-neg-readiness-gate",
+    )
+    .context("no MutatingWebhookConfiguration")?;
+    let hook = &config["webhooks"][0];
+    let excluded = hook["namespaceSelector"]["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["key"] == "kubernetes.io/metadata.name")
+        .context("no namespace exclusion")?;
+    assert_eq!(excluded["operator"], "NotIn");
+    assert_eq!(
+        excluded["values"],
+        serde_json::json!(["gclb-operator", "kube-system"])
+    );
+    let service = find(&objects, "Service", "gclb-operator-webhook").context("Service")?;
+    let operator = find(&objects, "Deployment", "gclb-operator").context("operator")?;
+    assert_eq!(
+        service["spec"]["selector"],
+        operator["spec"]["selector"]["matchLabels"]
+    );
+    let args = operator_container(&objects)?["args"].to_string();
+    assert!(args.contains("--webhook-listen=0.0.0.0:9443"), "{args}");
     Ok(())
 }
 

@@ -90,7 +90,7 @@ fn kubectl_apply_k_deploy_dry_run_then_real_apply() {
         .unwrap_or("")
         .split_whitespace()
         .collect();
-    assert_eq!(&row[..4], ["gclb-operator", "0/1", "0", "0"], "{out}");
+    assert_eq!(&row[..4], ["gclb-operator", "0/2", "0", "0"], "{out}");
     let out = server.kubectl_ok(&["get", "clusterrolebinding", "gclb-operator", "-o", "wide"]);
     assert!(out.contains("ClusterRole/gclb-operator"), "{out}");
     assert!(out.contains("gclb-operator:gclb-operator"), "{out}");
