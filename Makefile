@@ -46,10 +46,12 @@ crds:
 	$(CARGO) run -q --bin gclb-operator -- crds --out-dir crds
 
 ## Benchmarks: emulator control plane throughput, the data plane against nginx and haproxy, and
-## the operator's convergence over many Ingresses (BENCH_INGRESSES, default 100).
+## the operator's convergence over many Ingresses (BENCH_INGRESSES, default 100) and its memory
+## with many Pods and Secrets cached (BENCH_PODS, default 10000; BENCH_SECRETS, default 2000).
 bench: build
 	bash fakes/gce-emulator/benches/run.sh
 	$(CARGO) bench --workspace --bench converge --profile dev
+	$(CARGO) bench --workspace --bench memory --profile dev
 
 ## User-space instructions per proxied request, the emulator's and nginx's (valgrind's callgrind;
 ## INSTALL=1 installs valgrind, nginx and wrk): steady on a busy machine, where the wall-clock

@@ -32,6 +32,7 @@ pub mod last_desired;
 pub mod leader_election;
 pub mod mapping;
 pub mod metrics;
+pub mod prune;
 pub mod reconcile;
 pub mod status;
 pub mod stores;

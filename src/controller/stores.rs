@@ -23,6 +23,7 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
+use super::prune;
 use crate::crd::{BackendConfig, FrontendConfig, ManagedCertificate};
 use crate::readiness::lookup::NodeMeta;
 use crate::translate::endpoints::node_zone;
@@ -105,18 +106,29 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
-    spawn_reflector_with(api, watcher::Config::default(), optional)
+    spawn_reflector_with(
+        api,
+        watcher::Config::default(),
+        optional,
+        prune::metadata::<K>,
+    )
 }
 
-/// [`spawn_reflector`] with watch settings (field or label selectors).
-fn spawn_reflector_with<K>(api: Api<K>, config: watcher::Config, optional: bool) -> Store<K>
+/// [`spawn_reflector`] with watch settings (field or label selectors) and `prune`, which
+/// drops what the operator does not read from each object before it is stored ([`prune`]).
+fn spawn_reflector_with<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    optional: bool,
+    prune: fn(&mut K),
+) -> Store<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     let (reader, writer) = reflector::store();
     let kind = K::kind(&K::DynamicType::default()).to_string();
-    let stream = reflector::reflector(writer, watcher(api, config))
+    let stream = reflector::reflector(writer, watcher(api, config).modify(prune))
         .default_backoff()
         .applied_objects();
     tokio::spawn(async move {
@@ -146,6 +158,7 @@ fn spawn_node_reflector(client: &Client) -> (Store<NodeMeta>, watch::Receiver<BT
     let (zones_tx, zones_rx) = watch::channel(BTreeSet::new());
     let api: Api<NodeMeta> = Api::all(client.clone());
     let stream = watcher(api, watcher::Config::default())
+        .modify(prune::metadata::<NodeMeta>)
         .default_backoff()
         .reflect(writer);
     let store = reader.clone();
@@ -228,9 +241,19 @@ impl Stores {
             ingresses,
             services: spawn_reflector(Api::all(client.clone()), false),
             endpoint_slices: spawn_reflector(Api::all(client.clone()), false),
-            pods: spawn_reflector(Api::all(client.clone()), false),
+            pods: spawn_reflector_with(
+                Api::all(client.clone()),
+                watcher::Config::default(),
+                false,
+                prune::pod,
+            ),
             ingress_classes: spawn_reflector(Api::all(client.clone()), false),
-            secrets: spawn_reflector_with(Api::all(client.clone()), secrets_watch(), false),
+            secrets: spawn_reflector_with(
+                Api::all(client.clone()),
+                secrets_watch(),
+                false,
+                prune::secret,
+            ),
             backend_configs: optional_store(client, bc),
             frontend_configs: optional_store(client, fc),
             managed_certificates: optional_store(client, mc),
