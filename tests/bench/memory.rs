@@ -5,14 +5,17 @@
 //! an empty cluster, then creates `BENCH_PODS` Pods (default 10000; realistic specs: two
 //! containers with env, mounts, resources and probes, an init container, volumes, annotations)
 //! and `BENCH_SECRETS` Secrets (default 2000: half `kubernetes.io/tls`, half Opaque blobs of
-//! 4 KiB), starts a fresh operator, waits for its stores to list everything ("stores synced")
-//! and reads `VmRSS` and `VmHWM` (peak) from `/proc/PID/status`, then prints a markdown table.
+//! 4 KiB), starts a fresh operator of each variant ([`variants`]: this build with and without
+//! `MALLOC_ARENA_MAX=2`, and `BENCH_BASELINE`, another build, when set), waits for its stores to
+//! list everything ("stores synced") and reads `VmRSS` and `VmHWM` (peak) from
+//! `/proc/PID/status`, then prints a markdown table.
 //! Run: `cargo bench -p gclb-operator --bench memory --profile dev` (or `make bench`).
 
 #[path = "../support/mod.rs"]
 mod support;
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -104,13 +107,49 @@ fn rss_kib(pid: u32) -> Result<(u64, u64)> {
     Ok((field("VmRSS:")?, field("VmHWM:")?))
 }
 
+/// One operator build and environment to measure.
+struct Variant {
+    label: String,
+    binary: PathBuf,
+    env: Vec<(&'static str, &'static str)>,
+}
+
+/// The operator of this build with glibc's default allocator settings and with
+/// `MALLOC_ARENA_MAX=2` (as deploy/deployment.yaml sets it), and, when `BENCH_BASELINE` names
+/// another build of the operator (e.g. main's), that one first.
+fn variants() -> Vec<Variant> {
+    let mut v = Vec::new();
+    if let Ok(path) = std::env::var("BENCH_BASELINE") {
+        v.push(Variant {
+            label: format!("baseline ({path})"),
+            binary: PathBuf::from(path),
+            env: Vec::new(),
+        });
+    }
+    v.push(Variant {
+        label: "this build, glibc defaults".into(),
+        binary: bin("gclb-operator"),
+        env: Vec::new(),
+    });
+    v.push(Variant {
+        label: "this build, MALLOC_ARENA_MAX=2".into(),
+        binary: bin("gclb-operator"),
+        env: vec![("MALLOC_ARENA_MAX", "2")],
+    });
+    v
+}
+
 /// Starts an operator, waits until its stores have listed, lets it settle, returns its memory.
-fn measure(sys: &mut System, label: &str) -> Result<(u64, u64)> {
-    sys.start_operator(&[])?;
-    let operator = sys.operator.as_ref().unwrap();
+fn measure(sys: &System, variant: &Variant, cluster: &str) -> Result<(u64, u64)> {
+    let label = format!("{} on the {cluster} cluster", variant.label);
+    let log_name: String = label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let operator = sys.spawn_operator_from(&variant.binary, &[], &log_name, &variant.env)?;
     wait_for(
         &format!("{label}: stores synced"),
-        Duration::from_secs(600),
+        Duration::from_secs(900),
         || {
             Ok(std::fs::read_to_string(&operator.log)?
                 .contains("stores synced")
@@ -124,15 +163,19 @@ fn measure(sys: &mut System, label: &str) -> Result<(u64, u64)> {
         std::thread::sleep(Duration::from_secs(1));
         last = rss_kib(pid)?;
     }
-    sys.stop_operator();
+    drop(operator);
     Ok(last)
 }
 
 fn main() -> Result<()> {
     let pods = env_usize("BENCH_PODS", 10_000);
     let secrets = env_usize("BENCH_SECRETS", 2_000);
-    let mut sys = System::start(&[])?;
-    let empty = measure(&mut sys, "empty cluster")?;
+    let variants = variants();
+    let sys = System::start(&[])?;
+    let mut empty = Vec::new();
+    for v in &variants {
+        empty.push(measure(&sys, v, "empty")?);
+    }
 
     sys.kubectl_ok(&["create", "namespace", "bench"])?;
     let key = rcgen::KeyPair::generate()?;
@@ -142,17 +185,27 @@ fn main() -> Result<()> {
     let mut docs: Vec<String> = (0..pods).map(pod).collect();
     docs.extend((0..secrets).map(|i| secret(i, &crt, &key)));
     create_all(&sys, &docs)?;
-    let full = measure(&mut sys, "full cluster")?;
+    let mut full = Vec::new();
+    for v in &variants {
+        full.push(measure(&sys, v, "full")?);
+    }
 
     let mib = |kib: u64| kib as f64 / 1024.0;
-    println!("\n| cluster | RSS (MiB) | peak RSS (MiB) |");
-    println!("| --- | ---: | ---: |");
-    println!("| empty | {:.1} | {:.1} |", mib(empty.0), mib(empty.1));
     println!(
-        "| {pods} Pods, {secrets} Secrets ({} TLS) | {:.1} | {:.1} |",
-        secrets.div_ceil(2),
-        mib(full.0),
-        mib(full.1)
+        "\n{pods} Pods, {secrets} Secrets ({} TLS); RSS after the stores synced (peak RSS), MiB\n",
+        secrets.div_ceil(2)
     );
+    println!("| operator | empty cluster | full cluster |");
+    println!("| --- | ---: | ---: |");
+    for ((v, e), f) in variants.iter().zip(&empty).zip(&full) {
+        println!(
+            "| {} | {:.1} ({:.1}) | {:.1} ({:.1}) |",
+            v.label,
+            mib(e.0),
+            mib(e.1),
+            mib(f.0),
+            mib(f.1)
+        );
+    }
     Ok(())
 }

@@ -272,8 +272,21 @@ impl System {
     /// as deploy/'s ServiceAccount ([`System::operator_kubeconfig`]) in its namespace
     /// (`POD_NAMESPACE`, as deploy/deployment.yaml sets it: the leader Lease lives there).
     pub fn spawn_operator(&self, extra: &[&str], log_name: &str) -> Result<Proc> {
+        self.spawn_operator_from(&bin("gclb-operator"), extra, log_name, &[])
+    }
+
+    /// [`System::spawn_operator`] of another build of the operator (`binary`, e.g. one built
+    /// from main, for a before/after benchmark) with extra environment variables `env`.
+    pub fn spawn_operator_from(
+        &self,
+        binary: &Path,
+        extra: &[&str],
+        log_name: &str,
+        env: &[(&str, &str)],
+    ) -> Result<Proc> {
         let kubeconfig = self.operator_kubeconfig()?;
-        let mut cmd = Command::new(bin("gclb-operator"));
+        let mut cmd = Command::new(binary);
+        cmd.envs(env.iter().copied());
         cmd.arg("run")
             .args([
                 "--project",
