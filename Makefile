@@ -2,14 +2,15 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo test test-real-api record-real-api build deps crds bench bench-control-plane bench-instructions lint fmt clean mutants
+.PHONY: demo test test-real-api record-real-api build deps crds bench bench-control-plane bench-instructions lint fmt clean mutants image
 
 ## Build every binary (operator, gce-emulator, fake-kube-apiserver).
 build:
 	$(CARGO) build --workspace --bins
 
 ## Tools the tests drive as real clients: kubectl and gcloud (on the machine image), the Python
-## Compute client (pip), openssl (the only client here that still offers TLS 1.0/1.1), and the
+## Compute client (pip), openssl (the only client here that still offers TLS 1.0/1.1), umoci and
+## skopeo (the image test builds and unpacks the OCI image with them), and the
 ## test runner cargo-nextest (its timeouts in .config/nextest.toml end hung tests). Installed here
 ## so a fresh machine can run `make test`.
 deps:
@@ -19,6 +20,8 @@ deps:
 	@command -v openssl >/dev/null || { apt-get update -qq && apt-get install -y -qq openssl; } \
 	  || { echo "openssl is required by the TLS tests: apt-get install openssl"; exit 1; }
 	@$(CARGO) nextest --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-nextest
+	@command -v umoci >/dev/null && command -v skopeo >/dev/null || { apt-get update -qq && apt-get install -y -qq umoci skopeo; } \
+	  || { echo "umoci and skopeo are required by the image test: apt-get install umoci skopeo"; exit 1; }
 
 ## Bring up the local Kubernetes API, the Compute emulator and the operator, apply
 ## docs/examples/, and send real requests through the emulated load balancer.
@@ -47,12 +50,21 @@ record-real-api: build
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" REAL_API_RECORD=1 $(CARGO) nextest run \
 	  --test api_fidelity real_api_matches_the_recorded_answers
 
+## The operator's OCI image, offline (no container engine, no base image download): the release
+## binary on a root filesystem assembled from Debian's files, written with umoci and skopeo
+## (deploy/image/build.sh; the Dockerfile builds the equivalent with a container engine).
+## IMAGE_DIR (default $(CARGO_TARGET_DIR)/image), IMAGE_TAG, IMAGE_BINARY override; the last
+## line printed is the image size. Push: docs/install.md.
+image:
+	bash deploy/image/build.sh
+
 ## Regenerate crds/*.yaml from the Rust types (a test fails when they drift).
 crds:
 	$(CARGO) run -q --bin gclb-operator -- crds --out-dir crds
 
 ## Benchmarks: emulator control plane throughput, the data plane against nginx and haproxy, and
-## the operator's control plane (bench-control-plane).
+## the operator's control plane (bench-control-plane) and its memory with many Pods and Secrets
+## cached (BENCH_PODS, default 10000; BENCH_SECRETS, default 2000).
 bench: build
 	bash fakes/gce-emulator/benches/run.sh
 	$(MAKE) bench-control-plane
@@ -64,6 +76,7 @@ BENCH_SLOW_CLOUD_PROFILE ?= realistic
 bench-control-plane: build
 	$(CARGO) bench --workspace --bench converge --profile dev
 	BENCH_SLOW_CLOUD=$(BENCH_SLOW_CLOUD_PROFILE) $(CARGO) bench --workspace --bench converge --profile dev
+	$(CARGO) bench --workspace --bench memory --profile dev
 
 ## User-space instructions per proxied request, the emulator's and nginx's (valgrind's callgrind;
 ## INSTALL=1 installs valgrind, nginx and wrk): steady on a busy machine, where the wall-clock

@@ -67,12 +67,15 @@ KUBE_URL=$(head -n1 "$WORK/kube-apiserver.out")
 export KUBECONFIG=$WORK/kubeconfig
 echo "   $KUBE_URL (kubeconfig $KUBECONFIG)"
 
+# --takeover: the local cluster has no GKE Ingress controller, so the operator serves class gce
+# and Ingresses without a class exactly as GKE does (docs/install.md), and the GKE manifests of
+# docs/examples/ work unchanged.
 echo "== starting gclb-operator as its ServiceAccount (deploy/rbac.yaml; a token from kubectl create token)"
 kubectl apply -f deploy/namespace.yaml -f deploy/rbac.yaml | sed 's/^/   /'
 cp "$KUBECONFIG" "$WORK/operator-kubeconfig"
 KUBECONFIG=$WORK/operator-kubeconfig kubectl config set-credentials fake-kube-apiserver \
   --token="$(kubectl create token gclb-operator -n gclb-operator --duration 24h)" >/dev/null
-POD_NAMESPACE=gclb-operator "$BIN/gclb-operator" run --project "$PROJECT" --zone "$ZONE" --network default --cluster-name demo \
+POD_NAMESPACE=gclb-operator "$BIN/gclb-operator" run --takeover --project "$PROJECT" --zone "$ZONE" --network default --cluster-name demo \
   --compute-endpoint "${COMPUTE_URL%/}" --kubeconfig "$WORK/operator-kubeconfig" --metrics-listen 127.0.0.1:0 \
   --firewall-target-tags "$NODE_TAG" \
   >"$WORK/operator.log" 2>&1 &

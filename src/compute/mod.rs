@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use backon::{BackoffBuilder, ExponentialBuilder};
 use google_cloud_compute_v1::client as gc;
 use google_cloud_compute_v1::model;
+use google_cloud_gax::options::RequestOptionsBuilder as _;
 use google_cloud_gax::retry_policy::NeverRetry;
 
 pub use error::{ComputeError, ErrorKind};
@@ -365,6 +366,7 @@ impl Compute {
                             .set_project(&op_project)
                             .set_zone(z)
                             .set_operation(&name)
+                            .with_user_agent(crate::USER_AGENT)
                             .send()
                     })
                     .await?
@@ -376,6 +378,7 @@ impl Compute {
                             .wait()
                             .set_project(&op_project)
                             .set_operation(&name)
+                            .with_user_agent(crate::USER_AGENT)
                             .send()
                     })
                     .await?

@@ -2,6 +2,7 @@
 //! API discovery document and the emulator's call counters.
 
 use google_cloud_compute_v1::model;
+use google_cloud_gax::options::RequestOptionsBuilder as _;
 
 use super::{Compute, Result};
 
@@ -32,6 +33,7 @@ macro_rules! global_crud {
                         .get()
                         .set_project(project_of!(self $($project)?))
                         .$setter(name)
+                        .with_user_agent(crate::USER_AGENT)
                         .send()
                 })
                 .await;
@@ -51,6 +53,7 @@ macro_rules! global_crud {
                     .insert()
                     .set_project(project_of!(self $($project)?))
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             })
             .await
@@ -66,6 +69,7 @@ macro_rules! global_crud {
                         .delete()
                         .set_project(project_of!(self $($project)?))
                         .$setter(name)
+                        .with_user_agent(crate::USER_AGENT)
                         .send()
                 })
                 .await;
@@ -88,6 +92,7 @@ macro_rules! global_crud {
                             .list()
                             .set_project(project_of!(self $($project)?))
                             .set_page_token(token.clone())
+                            .with_user_agent(crate::USER_AGENT)
                             .send()
                     })
                     .await?;
@@ -115,6 +120,7 @@ macro_rules! global_verb {
                     .set_project(project_of!(self $($project)?))
                     .$setter(name)
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             })
             .await
@@ -207,6 +213,7 @@ impl Compute {
                 .set_project(&self.project)
                 .set_backend_service(name)
                 .set_body(body.clone())
+                .with_user_agent(crate::USER_AGENT)
                 .send()
         })
         .await
@@ -226,6 +233,7 @@ impl Compute {
                     .set_project(&self.project)
                     .set_zone(zone)
                     .set_network_endpoint_group(name)
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             })
             .await;
@@ -254,6 +262,7 @@ impl Compute {
                     .set_project(&self.project)
                     .set_zone(zone)
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             },
         )
@@ -275,6 +284,7 @@ impl Compute {
                         .set_project(&self.project)
                         .set_zone(zone)
                         .set_network_endpoint_group(name)
+                        .with_user_agent(crate::USER_AGENT)
                         .send()
                 },
             )
@@ -302,6 +312,7 @@ impl Compute {
                         .set_project(&self.project)
                         .set_zone(zone)
                         .set_page_token(token.clone())
+                        .with_user_agent(crate::USER_AGENT)
                         .send()
                 })
                 .await?;
@@ -309,6 +320,45 @@ impl Compute {
             match page.next_page_token {
                 Some(t) if !t.is_empty() => token = t,
                 _ => return Ok(items),
+            }
+        }
+    }
+
+    /// `compute.networkEndpointGroups.aggregatedList`, every page: the NEGs of every zone as
+    /// `(zone, NEG)`, so garbage collection finds NEGs in zones the cluster has left.
+    pub async fn aggregated_list_network_endpoint_groups(
+        &self,
+    ) -> Result<Vec<(String, model::NetworkEndpointGroup)>> {
+        let mut items = Vec::new();
+        let mut token = String::new();
+        loop {
+            let page = self
+                .read("compute.networkEndpointGroups.aggregatedList", "", || {
+                    self.clients
+                        .network_endpoint_groups
+                        .aggregated_list()
+                        .set_project(&self.project)
+                        .set_page_token(token.clone())
+                        .with_user_agent(crate::USER_AGENT)
+                        .send()
+                })
+                .await?;
+            for (scope, list) in page.items {
+                let Some(zone) = scope.strip_prefix("zones/") else {
+                    continue;
+                };
+                items.extend(
+                    list.network_endpoint_groups
+                        .into_iter()
+                        .map(|neg| (zone.to_owned(), neg)),
+                );
+            }
+            match page.next_page_token {
+                Some(t) if !t.is_empty() => token = t,
+                _ => {
+                    items.sort_by(|a, b| (&a.0, &a.1.name).cmp(&(&b.0, &b.1.name)));
+                    return Ok(items);
+                }
             }
         }
     }
@@ -341,6 +391,7 @@ impl Compute {
                                         model::network_endpoint_groups_list_endpoints_request::HealthStatus::Show,
                                     ),
                             )
+                            .with_user_agent(crate::USER_AGENT)
                             .send()
                     },
                 )
@@ -374,6 +425,7 @@ impl Compute {
                     .set_zone(zone)
                     .set_network_endpoint_group(name)
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             },
         )
@@ -402,6 +454,7 @@ impl Compute {
                     .set_zone(zone)
                     .set_network_endpoint_group(name)
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             },
         )

@@ -342,3 +342,80 @@ async fn rate_limited_writes_are_paced_and_retried_past_the_error_retry_limit() 
         6
     );
 }
+
+/// Every request names the operator (`User-Agent: gclb-operator/<version>`) so cloud admins can
+/// attribute calls in Cloud Audit Logs: one call of every shape (global get, insert with an
+/// Operation wait, update, delete, paged list, getHealth; zonal get, insert, delete, list,
+/// listNetworkEndpoints, attach, detach). Fails when any request site lacks the header.
+#[tokio::test]
+async fn every_request_carries_the_operator_user_agent() {
+    let server = MockServer::start().await;
+    // The insert's Operation is still running: its wait is a request of its own.
+    Mock::given(method("POST"))
+        .and(path("/compute/v1/projects/p1/global/urlMaps"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({"kind": "compute#operation", "name": "op-ua", "status": "RUNNING"}),
+        ))
+        .mount(&server)
+        .await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-ua")))
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let um = model::UrlMap::new().set_name("um1");
+    let neg = model::NetworkEndpointGroup::new().set_name("neg1");
+    let ep = vec![model::NetworkEndpoint::new()
+        .set_ip_address("127.64.0.1")
+        .set_port(80)];
+    compute.get_url_map("um1").await.unwrap();
+    compute.insert_url_map(&um).await.unwrap();
+    compute.update_url_map("um1", &um).await.unwrap();
+    compute.delete_url_map("um1").await.unwrap();
+    compute.list_url_maps().await.unwrap();
+    compute
+        .get_backend_service_health("bs1", "zones/z1/networkEndpointGroups/neg1")
+        .await
+        .unwrap();
+    compute
+        .get_network_endpoint_group("z1", "neg1")
+        .await
+        .unwrap();
+    compute
+        .insert_network_endpoint_group("z1", &neg)
+        .await
+        .unwrap();
+    compute
+        .delete_network_endpoint_group("z1", "neg1")
+        .await
+        .unwrap();
+    compute.list_network_endpoint_groups("z1").await.unwrap();
+    compute.list_network_endpoints("z1", "neg1").await.unwrap();
+    compute
+        .attach_network_endpoints("z1", "neg1", ep.clone())
+        .await
+        .unwrap();
+    compute
+        .detach_network_endpoints("z1", "neg1", ep)
+        .await
+        .unwrap();
+    let requests = server.received_requests().await.unwrap();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.url.path().ends_with("/operations/op-ua/wait")),
+        "the Operation wait was not exercised"
+    );
+    assert_eq!(requests.len(), 14, "one request per call plus one wait");
+    for r in &requests {
+        let agent = r.headers.get("user-agent").and_then(|v| v.to_str().ok());
+        assert_eq!(
+            agent,
+            Some(crate::USER_AGENT),
+            "{} {} without the operator's User-Agent",
+            r.method,
+            r.url
+        );
+    }
+    assert!(crate::USER_AGENT.starts_with("gclb-operator/0."));
+}

@@ -15,7 +15,7 @@ use tracing::warn;
 use super::Context;
 use crate::sync::firewalls;
 use crate::translate::{
-    firewall_hint, namer, translate_firewall, DesiredIngress, FirewallBlock, FirewallHintOp,
+    firewall_hint, translate_firewall, DesiredIngress, FirewallBlock, FirewallHintOp,
 };
 
 impl Context {
@@ -41,7 +41,7 @@ impl Context {
         let ports = unhealthy
             .iter()
             .flat_map(|(_, b)| b.firewall_ports.iter().copied());
-        let name = namer::l7_firewall(&t.cluster_uid);
+        let name = t.l7_firewall_name();
         let (blocked, last, listed) = {
             let mut state = self.firewall_lock.lock().await;
             let blocked = firewalls::blocked_ports(

@@ -22,6 +22,8 @@ use crate::translate::namer;
 /// What is still wanted.
 #[derive(Clone, Debug, Default)]
 pub struct LiveSet {
+    /// The names this operator uses (GC never looks at the other scheme's).
+    pub scheme: namer::Scheme,
     /// 8-char cluster UID.
     pub cluster_uid: String,
     /// `lb` names (FrontendNamer::lb_name) of every live Ingress we own, translated or not.
@@ -30,16 +32,17 @@ pub struct LiveSet {
     pub certificate_prefixes: Vec<String>,
     /// Backend names (backend service = health check = NEG) wanted by translated Ingresses.
     pub backends: BTreeSet<String>,
-    /// Zones NEGs live in.
-    pub zones: Vec<String>,
+    /// NEGs wanted, as `(zone, name)`: a backend's NEG in a zone the cluster has left is
+    /// garbage even though the backend is not.
+    pub negs: BTreeSet<(String, String)>,
 }
 
 impl LiveSet {
     /// Whether `name` is a frontend resource of `kind` (`um`, `fr`, ...) of this cluster whose
     /// Ingress is gone.
     fn stale_frontend(&self, kind: &str, name: &str) -> bool {
-        let prefix = format!("k8s2-{kind}-");
-        let ours = namer::frontend_prefix(kind, &self.cluster_uid);
+        let prefix = format!("{}-{kind}-", self.scheme.frontend());
+        let ours = namer::frontend_prefix(self.scheme, kind, &self.cluster_uid);
         match name.strip_prefix(&prefix) {
             Some(lb) if name.starts_with(&ours) => !self.frontends.contains(lb),
             _ => false,
@@ -47,15 +50,24 @@ impl LiveSet {
     }
 
     fn stale_certificate(&self, name: &str) -> bool {
-        name.starts_with(&namer::frontend_prefix("cr", &self.cluster_uid))
-            && !self
-                .certificate_prefixes
-                .iter()
-                .any(|p| name.starts_with(p))
+        name.starts_with(&namer::frontend_prefix(
+            self.scheme,
+            "cr",
+            &self.cluster_uid,
+        )) && !self
+            .certificate_prefixes
+            .iter()
+            .any(|p| name.starts_with(p))
     }
 
     fn stale_backend(&self, name: &str) -> bool {
-        name.starts_with(&namer::backend_prefix(&self.cluster_uid)) && !self.backends.contains(name)
+        name.starts_with(&namer::backend_prefix(self.scheme, &self.cluster_uid))
+            && !self.backends.contains(name)
+    }
+
+    fn stale_neg(&self, zone: &str, name: &str) -> bool {
+        name.starts_with(&namer::backend_prefix(self.scheme, &self.cluster_uid))
+            && !self.negs.contains(&(zone.to_owned(), name.to_owned()))
     }
 }
 
@@ -211,21 +223,17 @@ pub async fn collect_garbage(
         (c, r)
     })
     .await?;
-    for zone in &live.zones {
-        let negs = compute
-            .observed_negs(zone)
-            .await
-            .map_err(list_err(network_endpoint_groups::KIND))?;
-        let stale = names(negs, |n| n.name.as_ref())
-            .into_iter()
-            .filter(|n| live.stale_backend(n))
-            .collect();
-        delete_each(stale, changes, |name| async move {
-            let mut c = Changes::new();
-            let r = network_endpoint_groups::delete(compute, zone, &name, &mut c).await;
-            (c, r)
-        })
-        .await?;
+    // Every zone, not only the cluster's current ones: a zone whose last Node went keeps its
+    // NEGs until they are collected here (once the backend service no longer uses them).
+    let negs = compute
+        .aggregated_list_network_endpoint_groups()
+        .await
+        .map_err(list_err(network_endpoint_groups::KIND))?;
+    for (zone, neg) in negs {
+        let Some(name) = neg.name else { continue };
+        if live.stale_neg(&zone, &name) {
+            skip_in_use(network_endpoint_groups::delete(compute, &zone, &name, changes).await)?;
+        }
     }
     let checks = compute
         .observed_all::<model::HealthCheck>()
@@ -250,6 +258,7 @@ mod tests {
     #[test]
     fn only_this_clusters_unwanted_names_are_stale() {
         let mut live = LiveSet {
+            scheme: namer::Scheme::Gke,
             cluster_uid: "abcd1234".into(),
             ..LiveSet::default()
         };
@@ -265,5 +274,49 @@ mod tests {
         assert!(live.stale_backend("k8s1-abcd1234-default-old-80-00000000"));
         assert!(!live.stale_backend("k8s1-zzzz9999-default-old-80-00000000"));
         assert!(!live.stale_backend("my-backend"));
+    }
+
+    /// In its own scheme GC sees only `gclb-` names: GKE's resources of the same cluster (same
+    /// cluster UID, same Ingress names) are never stale, and the reverse.
+    #[test]
+    fn each_scheme_sees_only_its_own_names() {
+        let own = LiveSet {
+            scheme: namer::Scheme::Own,
+            cluster_uid: "abcd1234".into(),
+            ..LiveSet::default()
+        };
+        assert!(own.stale_frontend("um", "gclb-um-abcd1234-default-old-x1y2z3w4"));
+        assert!(!own.stale_frontend("um", "k8s2-um-abcd1234-default-old-x1y2z3w4"));
+        assert!(own.stale_backend("gclb-abcd1234-default-old-80-00000000"));
+        assert!(!own.stale_backend("k8s1-abcd1234-default-old-80-00000000"));
+        assert!(own.stale_certificate("gclb-cr-abcd1234-0123456789abcdef-0123456789abcdef"));
+        assert!(!own.stale_certificate("k8s2-cr-abcd1234-0123456789abcdef-0123456789abcdef"));
+        // A frontend name never reads as a backend name of the same scheme, and the reverse.
+        assert!(!own.stale_backend("gclb-um-abcd1234-default-old-x1y2z3w4"));
+        assert!(!own.stale_frontend("um", "gclb-abcd1234-default-old-80-00000000"));
+        let gke = LiveSet {
+            scheme: namer::Scheme::Gke,
+            ..own
+        };
+        assert!(!gke.stale_frontend("um", "gclb-um-abcd1234-default-old-x1y2z3w4"));
+        assert!(!gke.stale_backend("gclb-abcd1234-default-old-80-00000000"));
+        assert!(!gke.stale_certificate("gclb-cr-abcd1234-0123456789abcdef-0123456789abcdef"));
+    }
+
+    /// A backend that is still wanted loses the NEG of a zone it no longer has.
+    #[test]
+    fn negs_are_stale_per_zone() {
+        let mut live = LiveSet {
+            scheme: namer::Scheme::Gke,
+            cluster_uid: "abcd1234".into(),
+            ..LiveSet::default()
+        };
+        let name = "k8s1-abcd1234-default-web-80-00000000";
+        live.backends.insert(name.into());
+        live.negs.insert(("us-central1-a".into(), name.into()));
+        assert!(!live.stale_neg("us-central1-a", name));
+        assert!(live.stale_neg("us-central1-b", name));
+        assert!(!live.stale_backend(name));
+        assert!(!live.stale_neg("us-central1-b", "k8s1-zzzz9999-default-web-80-00000000"));
     }
 }

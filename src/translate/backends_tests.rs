@@ -444,6 +444,7 @@ fn a_shared_backend_is_the_same_whichever_ingress_refers_to_it() {
     .unwrap();
     let via_default = translate(&snapshot, "shop").unwrap();
     let name = namer::backend(
+        namer::Scheme::Gke,
         &config().cluster_uid,
         "kube-system",
         "default-http-backend",

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use google_cloud_compute_v1::model::{self, firewall::Allowed};
 
-use super::{namer, DesiredIngress, TranslateConfig};
+use super::{DesiredIngress, TranslateConfig};
 
 /// Source ranges of Google Front Ends and health checkers.
 pub const L7_SOURCE_RANGES: [&str; 2] = ["130.211.0.0/22", "35.191.0.0/16"];
@@ -37,7 +37,7 @@ pub fn translate_firewall(
     allowed.ip_protocol = Some("tcp".to_owned());
     allowed.ports = ports.iter().map(u16::to_string).collect();
     let mut firewall = model::Firewall::default();
-    firewall.name = Some(namer::l7_firewall(&config.cluster_uid));
+    firewall.name = Some(config.l7_firewall_name());
     firewall.description = Some(L7_FIREWALL_DESCRIPTION.to_owned());
     firewall.network = Some(config.network_ref());
     firewall.allowed = vec![allowed];

@@ -79,7 +79,13 @@ fn path_rules(d: &DesiredIngress) -> Vec<(String, Vec<(String, String)>)> {
 }
 
 fn backend_name(service: &str, port: i32) -> String {
-    namer::backend(&config().cluster_uid, "default", service, port)
+    namer::backend(
+        namer::Scheme::Gke,
+        &config().cluster_uid,
+        "default",
+        service,
+        port,
+    )
 }
 
 // ---- ownership ----
@@ -136,6 +142,98 @@ fn ownership_follows_annotation_class_name_and_default_class() {
         "{name: gce, annotations: {ingressclass.kubernetes.io/is-default-class: \"true\"}}",
     );
     assert!(owns(&format!("{gce_default}---\n{}", with("", ""))));
+}
+
+/// Beside GKE's controller (the default mode) only class `gclb` and IngressClasses with
+/// controller `gclb-operator.dev/gclb` are ours: GKE's `gce` Ingresses, by annotation, by class
+/// or by default, never are, and "no default IngressClass" does not mean ours.
+#[test]
+fn coexisting_ownership_leaves_gke_ingresses_alone() {
+    let owns_coexisting = |objects: &str| {
+        let snapshot = snapshot_from_yaml(objects);
+        let ing = snapshot.ingresses.values().next().unwrap();
+        owns_ingress(&snapshot, ing, &config().with_mode(Mode::Coexist))
+    };
+    let with = |meta: &str, spec: &str| {
+        format!("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: i{meta}}}\nspec: {{{spec}}}\n")
+    };
+    let gclb_class = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: gclb}\nspec: {controller: gclb-operator.dev/gclb}\n";
+    let gce_default = GCE_CLASS.replace(
+        "{name: gce}",
+        "{name: gce, annotations: {ingressclass.kubernetes.io/is-default-class: \"true\"}}",
+    );
+    // GKE's: annotation gce, class gce (object or not), no class with gce the default, and no
+    // class with no default at all.
+    for gke in [
+        with(", annotations: {kubernetes.io/ingress.class: gce}", ""),
+        format!("{GCE_CLASS}---\n{}", with("", "ingressClassName: gce")),
+        with("", "ingressClassName: gce"),
+        format!("{gce_default}---\n{}", with("", "")),
+        with("", ""),
+        // An IngressClass named gclb that another controller serves is not ours either.
+        format!(
+            "{}---\n{}",
+            GCE_CLASS.replace("{name: gce}", "{name: gclb}"),
+            with("", "ingressClassName: gclb")
+        ),
+    ] {
+        assert!(!owns_coexisting(&gke), "claimed GKE's Ingress:\n{gke}");
+    }
+    // Ours: annotation gclb, class gclb (object or not), no class with gclb the default.
+    let gclb_default = gclb_class.replace(
+        "{name: gclb}",
+        "{name: gclb, annotations: {ingressclass.kubernetes.io/is-default-class: \"true\"}}",
+    );
+    for ours in [
+        with(", annotations: {kubernetes.io/ingress.class: gclb}", ""),
+        format!("{gclb_class}---\n{}", with("", "ingressClassName: gclb")),
+        with("", "ingressClassName: gclb"),
+        format!("{gclb_default}---\n{}", with("", "")),
+    ] {
+        assert!(owns_coexisting(&ours), "did not claim:\n{ours}");
+    }
+    // In takeover mode the same gclb Ingresses are not served.
+    assert!(!owns(&format!(
+        "{gclb_class}---\n{}",
+        with("", "ingressClassName: gclb")
+    )));
+}
+
+/// The default mode's names start with `gclb-`, never with GKE's `k8s`, for every resource of a
+/// translated Ingress.
+#[test]
+fn coexisting_translation_names_every_resource_gclb() {
+    let snapshot = snapshot_from_yaml(&format!(
+        "{BASE}\n---\n{}",
+        ingress("  defaultBackend:\n    service: {name: web, port: {number: 80}}\n  rules:\n  - http:\n      paths:\n      - {path: /api, pathType: Prefix, backend: {service: {name: api, port: {number: 8081}}}}\n")
+    ));
+    let ing = snapshot.ingresses.values().next().unwrap();
+    let config = config().with_mode(Mode::Coexist);
+    let desired = translate_ingress(&snapshot, ing, &config).unwrap();
+    let mut names = vec![desired
+        .frontend
+        .url_map
+        .as_ref()
+        .unwrap()
+        .name
+        .clone()
+        .unwrap()];
+    for (name, b) in &desired.backends {
+        names.push(name.clone());
+        names.push(b.health_check.name.clone().unwrap());
+        names.extend(b.negs.iter().map(|n| n.neg.name.clone().unwrap()));
+        for backend in &b.backend_service.backends {
+            names.push(backend.group.clone().unwrap());
+        }
+    }
+    for name in &names {
+        let last = name.rsplit('/').next().unwrap();
+        assert!(last.starts_with("gclb-"), "{name}");
+    }
+    assert_eq!(
+        config.l7_firewall_name(),
+        format!("gclb-fw-l7--{}", config.cluster_uid)
+    );
 }
 
 // ---- errors: each names the Ingress and the field ----
@@ -484,6 +582,7 @@ fn default_backend_is_spec_default_backend_else_the_system_one() {
     assert_eq!(d.backends.len(), 1, "only the default backend is used");
     let d = translate_yaml(&ingress("  rules: []\n")).unwrap();
     let system = namer::backend(
+        namer::Scheme::Gke,
         &config().cluster_uid,
         "kube-system",
         "default-http-backend",

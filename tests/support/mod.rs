@@ -24,7 +24,8 @@ pub const DEADLINE: Duration = Duration::from_secs(90);
 pub const OPERATOR_NAMESPACE: &str = "gclb-operator";
 pub const OPERATOR_SERVICE_ACCOUNT: &str = "gclb-operator";
 
-/// Project, zone and cluster name the tests run the operator with.
+/// Project, zone (of the local API's one Node, where the NEGs go) and cluster name the tests
+/// run the operator with.
 pub const PROJECT: &str = "e2e-project";
 pub const ZONE: &str = "us-central1-a";
 pub const CLUSTER: &str = "e2e";
@@ -42,6 +43,8 @@ pub struct Options<'a> {
     /// VPC host with [`PROJECT`] attached (as its admin) before the Nodes' instances are
     /// registered on the host's `default` network.
     pub shared_vpc: Option<(&'a str, &'a str)>,
+    /// Extra flags for fake-kube-apiserver (e.g. `--audit-log`).
+    pub apiserver_args: &'a [&'a str],
 }
 
 /// Path of a workspace binary (operator, `gce-emulator`, `fake-kube-apiserver`).
@@ -243,6 +246,7 @@ impl System {
             .arg(&kubeconfig)
             .args(["--project", PROJECT, "--node-tags", NODE_TAG])
             .args(["--compute-endpoint", compute_url.trim_end_matches('/')]);
+        cmd.args(options.apiserver_args);
         if !options.nodes.is_empty() {
             cmd.args(["--nodes", &options.nodes.join(",")]);
         }
@@ -318,14 +322,25 @@ impl System {
     /// as deploy/'s ServiceAccount ([`System::operator_kubeconfig`]) in its namespace
     /// (`POD_NAMESPACE`, as deploy/deployment.yaml sets it: the leader Lease lives there).
     pub fn spawn_operator(&self, extra: &[&str], log_name: &str) -> Result<Proc> {
+        self.spawn_operator_from(&bin("gclb-operator"), extra, log_name, &[])
+    }
+
+    /// [`System::spawn_operator`] of another build of the operator (`binary`, e.g. one built
+    /// from main, for a before/after benchmark) with extra environment variables `env`.
+    pub fn spawn_operator_from(
+        &self,
+        binary: &Path,
+        extra: &[&str],
+        log_name: &str,
+        env: &[(&str, &str)],
+    ) -> Result<Proc> {
         let kubeconfig = self.operator_kubeconfig()?;
-        let mut cmd = Command::new(bin("gclb-operator"));
+        let mut cmd = Command::new(binary);
+        cmd.envs(env.iter().copied());
         cmd.arg("run")
             .args([
                 "--project",
                 PROJECT,
-                "--zone",
-                ZONE,
                 "--network",
                 "default",
                 "--cluster-name",
@@ -339,6 +354,11 @@ impl System {
             .args(extra)
             .env("POD_NAMESPACE", OPERATOR_NAMESPACE)
             .env("RUST_LOG", "info,gclb_operator=debug");
+        // The local cluster has no GKE Ingress controller: tests run the operator in its place
+        // (class gce, GKE's names and finalizer) unless they pass `--takeover=false`.
+        if !extra.iter().any(|a| a.starts_with("--takeover")) {
+            cmd.arg("--takeover");
+        }
         // Tests that do not ask for periodic resyncs get none, so that nothing happens
         // behind their back.
         if !extra.contains(&"--resync-period") {

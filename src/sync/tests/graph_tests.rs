@@ -91,6 +91,7 @@ fn backend() -> DesiredBackend {
             .set_health_checks(["projects/p1/global/healthChecks/b1"]),
         negs: vec![neg],
         firewall_ports: Default::default(),
+        findings: Vec::new(),
     }
 }
 
@@ -276,7 +277,13 @@ async fn frontend_in_sync(server: &MockServer, namer: &FrontendNamer) {
 async fn an_in_sync_frontend_resync_reads_only_its_forwarding_rule() {
     let server = MockServer::start().await;
     forbid_mutations(&server).await;
-    let namer = FrontendNamer::new("abcd1234", "ks-uid", "default", "web");
+    let namer = FrontendNamer::new(
+        crate::translate::namer::Scheme::Gke,
+        "abcd1234",
+        "ks-uid",
+        "default",
+        "web",
+    );
     frontend_in_sync(&server, &namer).await;
     other_lists_empty(&server).await;
     Mock::given(method("GET"))
@@ -305,7 +312,13 @@ async fn an_in_sync_frontend_resync_reads_only_its_forwarding_rule() {
 #[tokio::test]
 async fn a_rule_deleted_behind_our_back_is_recreated_at_the_next_sync() {
     let server = MockServer::start().await;
-    let namer = FrontendNamer::new("abcd1234", "ks-uid", "default", "web");
+    let namer = FrontendNamer::new(
+        crate::translate::namer::Scheme::Gke,
+        "abcd1234",
+        "ks-uid",
+        "default",
+        "web",
+    );
     let fr = namer.http_forwarding_rule();
     Mock::given(method("GET"))
         .and(path(format!("{G}/forwardingRules/{fr}")))
@@ -366,7 +379,13 @@ async fn a_rule_deleted_behind_our_back_is_recreated_at_the_next_sync() {
 #[tokio::test]
 async fn delete_frontend_deletes_only_what_exists() {
     let server = MockServer::start().await;
-    let namer = FrontendNamer::new("uid12345", "kube-system-uid", "shop", "web");
+    let namer = FrontendNamer::new(
+        crate::translate::namer::Scheme::Gke,
+        "uid12345",
+        "kube-system-uid",
+        "shop",
+        "web",
+    );
     let present = [
         ("forwardingRules", namer.http_forwarding_rule()),
         ("targetHttpProxies", namer.target_http_proxy()),
