@@ -24,6 +24,7 @@ pub mod listing;
 pub mod methods;
 pub mod metrics;
 pub mod network;
+pub mod open_files;
 pub mod operations;
 pub mod options;
 pub mod resources;

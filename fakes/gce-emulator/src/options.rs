@@ -50,6 +50,10 @@ pub struct Options {
     /// Worker threads of the data plane's own runtime.
     #[arg(long, default_value_t = 2)]
     pub dataplane_threads: usize,
+    /// Seconds a client connection of the data plane has to send a request's headers, which
+    /// is also its keep-alive idle time.
+    #[arg(long, default_value_t = 60)]
+    pub header_read_timeout_sec: u64,
 }
 
 /// Parses `80=18080,443=18443` (empty: no mapping).

@@ -18,6 +18,7 @@ pub mod health;
 pub mod listener;
 pub mod metrics;
 pub mod proxy;
+pub mod request_checks;
 pub mod security_policy;
 pub mod tls;
 pub mod upstream;
@@ -55,6 +56,9 @@ pub struct DataPlaneConfig {
     /// Worker threads of the data plane's own Tokio runtime (`--dataplane-threads`); 0 runs the
     /// data plane on the caller's runtime.
     pub worker_threads: usize,
+    /// Time a client connection has to send a request's headers, which is also its keep-alive
+    /// idle time (`--header-read-timeout-sec`); `None` is [`listener::HEADER_READ_TIMEOUT`].
+    pub header_read_timeout: Option<std::time::Duration>,
 }
 
 /// The effective socket of one forwarding rule, for `GET /_emulator/listeners`.
@@ -175,7 +179,14 @@ async fn run(
         access_log,
         timer: coarse_timer::CoarseTimer::start(),
     });
-    let serving = Arc::new(Serving::new(ctx, DEFAULT_MAX_CONNECTIONS));
+    let header_read_timeout = config
+        .header_read_timeout
+        .unwrap_or(listener::HEADER_READ_TIMEOUT);
+    let serving = Arc::new(Serving::new(
+        ctx,
+        DEFAULT_MAX_CONNECTIONS,
+        header_read_timeout,
+    ));
     let mut manager = Manager {
         port_map: config.port_map,
         listeners: HashMap::new(),
