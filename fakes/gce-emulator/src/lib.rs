@@ -28,6 +28,7 @@ pub mod open_files;
 pub mod operations;
 pub mod options;
 pub mod resources;
+pub mod schema;
 pub mod snapshot;
 pub mod state_file;
 pub mod store;

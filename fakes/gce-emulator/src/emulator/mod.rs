@@ -110,6 +110,16 @@ pub struct Emulator {
     pub metrics: crate::metrics::Metrics,
 }
 
+/// The schema the body of `call` must follow (schema.rs), if it has a body and a schema.
+fn schema_check(call: &Call) -> Option<crate::schema::Check> {
+    match call {
+        Call::Insert(t) | Call::Update(t, _) => crate::schema::resource_check(t.coll.kind),
+        Call::Custom(t, verb) => crate::schema::verb_check(t.coll.kind, verb),
+        Call::ProjectVerb(_, verb) => crate::schema::verb_check("compute#project", verb),
+        _ => None,
+    }
+}
+
 impl Emulator {
     /// A new emulator serving at `base` (`http://127.0.0.1:PORT/compute/v1/`), starting from
     /// `initial` (the state file's content, or empty).
@@ -198,7 +208,10 @@ impl Emulator {
         }
         let result = match fault.error {
             Some(e) => Err(e),
-            None => self.execute(call, &req).await,
+            None => match schema_check(&call).map(|c| crate::schema::check_body(c, &req.body)) {
+                Some(Err(e)) => Err(e),
+                _ => self.execute(call, &req).await,
+            },
         };
         let code = result.as_ref().map_or_else(|e| e.code, |_| 200);
         self.metrics.observe(&method, code, started.elapsed());
