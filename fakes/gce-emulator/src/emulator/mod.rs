@@ -207,11 +207,24 @@ impl Emulator {
             tokio::time::sleep(fault.latency).await;
         }
         let result = match fault.error {
-            Some(e) => Err(e),
-            None => match schema_check(&call).map(|c| crate::schema::check_body(c, &req.body)) {
-                Some(Err(e)) => Err(e),
-                _ => self.execute(call, &req).await,
-            },
+            Some(e) if !fault.after_effect => Err(e),
+            lost => {
+                let checked = schema_check(&call).map(|c| crate::schema::check_body(c, &req.body));
+                let r = match checked {
+                    Some(Err(e)) => Err(e),
+                    _ => {
+                        let run = self.execute(call, &req);
+                        crate::faults::OPERATION_LATENCY
+                            .scope(fault.operation_latency, run)
+                            .await
+                    }
+                };
+                // With `lostResponse` the server acted; the client gets the fault instead.
+                match lost {
+                    Some(e) => Err(e),
+                    None => r,
+                }
+            }
         };
         let code = result.as_ref().map_or_else(|e| e.code, |_| 200);
         self.metrics.observe(&method, code, started.elapsed());
@@ -432,12 +445,16 @@ impl Emulator {
             }
             self.schedule_certs(&state);
             self.publish(&state);
-            let op = self.ops.lock().expect("ops poisoned").create(
-                &self.base,
-                project,
-                &m,
-                self.config.operation_latency,
-            );
+            let latency = crate::faults::OPERATION_LATENCY
+                .try_with(|l| *l)
+                .ok()
+                .flatten()
+                .unwrap_or(self.config.operation_latency);
+            let op = self
+                .ops
+                .lock()
+                .expect("ops poisoned")
+                .create(&self.base, project, &m, latency);
             tracing::info!(operation = %op["name"].as_str().unwrap_or_default(), op_type = %m.op_type, target = %m.target, "committed");
             if let Some(id) = request_id {
                 let key = op["selfLink"]
