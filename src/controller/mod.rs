@@ -533,6 +533,10 @@ async fn apply(
         Ok(status) => status,
         Err(e) => {
             let note = match &e {
+                Error::Sync {
+                    source: SyncError::SslPolicyNotFound { policy, .. },
+                    ..
+                } => ssl_policy_note(&ingress, policy),
                 Error::Sync { source, .. } => format!("Error syncing to GCP: {source}"),
                 other => other.to_string(),
             };
@@ -678,6 +682,22 @@ async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Error> {
     ctx.sync_firewall(Some(&key)).await.map_err(sync_err)?;
     info!("load balancer deleted");
     Ok(())
+}
+
+/// The Event for an SSL policy that does not exist, naming the FrontendConfig whose
+/// `spec.sslPolicy` asks for it (the sync step only knows the policy).
+fn ssl_policy_note(ingress: &Ingress, policy: &str) -> String {
+    let name = crate::compute::reference::last_segment(policy);
+    let fc = ingress
+        .annotations()
+        .get(crate::translate::annotations::FRONTEND_CONFIG)
+        .map_or_else(
+            || "(annotation networking.gke.io/v1beta1.FrontendConfig)".to_string(),
+            |fc| format!("{}/{fc}", ingress.namespace().unwrap_or_default()),
+        );
+    format!(
+        "FrontendConfig {fc}: spec.sslPolicy names SSL policy {name:?}, which does not exist in the project; create it (`gcloud compute ssl-policies create {name} --profile MODERN --min-tls-version 1.2`) or fix spec.sslPolicy"
+    )
 }
 
 /// Requeues a failed reconcile after [`ERROR_REQUEUE`].

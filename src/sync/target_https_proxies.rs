@@ -39,7 +39,7 @@ pub async fn ensure(
                     return Ok(());
                 }
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(err(e)),
+                Err(e) => return Err(policy_error(name, insert_body.ssl_policy.as_deref(), e)),
             },
         }
     }
@@ -90,7 +90,7 @@ pub async fn ensure(
             compute
                 .set_target_https_proxy_ssl_policy(name, &body)
                 .await
-                .map_err(err)?;
+                .map_err(|e| policy_error(name, Some(policy), e))?;
             changed = true;
         }
     }
@@ -98,6 +98,25 @@ pub async fn ensure(
         record(changes, KIND, name, Action::Updated);
     }
     Ok(())
+}
+
+/// A failed insert or `setSslPolicy` of proxy `name` that names `policy`: a 404 naming the
+/// policy is [`SyncError::SslPolicyNotFound`], anything else the Compute error.
+fn policy_error(name: &str, policy: Option<&str>, e: crate::compute::ComputeError) -> SyncError {
+    match policy.filter(|p| !p.is_empty()) {
+        Some(p)
+            if e.kind() == ErrorKind::NotFound
+                && e.to_string()
+                    .contains(crate::compute::reference::last_segment(p)) =>
+        {
+            SyncError::SslPolicyNotFound {
+                kind: KIND,
+                name: name.to_string(),
+                policy: p.to_string(),
+            }
+        }
+        _ => SyncError::compute(KIND, name, e),
+    }
 }
 
 /// Deletes the proxy; gone already is fine.

@@ -7,6 +7,7 @@
 //! environment).
 
 pub mod annotations;
+pub mod backend_config_checks;
 pub mod backends;
 pub mod certificates;
 pub mod desired;
