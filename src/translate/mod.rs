@@ -200,6 +200,8 @@ fn default_backend<'a>(
 #[cfg(test)]
 mod backends_tests;
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod golden_tests;
 #[cfg(test)]
 mod invariants_tests;
