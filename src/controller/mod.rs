@@ -26,12 +26,14 @@ pub mod mapping;
 pub mod metrics;
 pub mod status;
 pub mod stores;
+#[cfg(test)]
+mod panic_tests;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
@@ -111,6 +113,15 @@ pub enum Error {
         ingress: String,
         /// The address name.
         name: String,
+    },
+    /// The reconcile panicked (a bug): caught, so one Ingress never takes the process down;
+    /// logged with the key, counted as `gclb_ingress_sync_errors{result="panic"}`, retried.
+    #[error("Ingress {ingress}: reconcile panicked: {message}")]
+    Panicked {
+        /// `namespace/name`.
+        ingress: String,
+        /// The panic's message.
+        message: String,
     },
     /// Adding or removing the finalizer failed.
     #[error("finalizer: {0}")]
@@ -435,9 +446,36 @@ fn key_string(key: &ObjectKey) -> String {
 pub async fn reconcile(ingress: Arc<Ingress>, ctx: Arc<Context>) -> Result<Action, Error> {
     ctx.stores.wait_until_ready().await;
     ctx.metrics.in_flight.inc();
-    let result = reconcile_inner(ingress, &ctx).await;
+    let key = ObjectKey::of(&*ingress).to_string();
+    let result = catch_panic(&key, &ctx.metrics, reconcile_inner(ingress, &ctx)).await;
     ctx.metrics.in_flight.dec();
     result
+}
+
+/// Runs one reconcile; a panic in it becomes [`Error::Panicked`], logged with the Ingress `key`
+/// and counted, instead of unwinding into the controller's stream and ending the process
+/// (kube-runtime polls reconciles inside that stream, not in tasks of their own).
+async fn catch_panic(
+    key: &str,
+    metrics: &ControllerMetrics,
+    run: impl std::future::Future<Output = Result<Action, Error>>,
+) -> Result<Action, Error> {
+    match std::panic::AssertUnwindSafe(run).catch_unwind().await {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_string()))
+                .unwrap_or_else(|| "(no message)".into());
+            tracing::error!(ingress = %key, panic = %message, "reconcile panicked; retrying later");
+            metrics.sync("panic");
+            Err(Error::Panicked {
+                ingress: key.to_string(),
+                message,
+            })
+        }
+    }
 }
 
 async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Action, Error> {
