@@ -24,10 +24,10 @@ pub mod last_desired;
 pub mod leader_election;
 pub mod mapping;
 pub mod metrics;
-pub mod status;
-pub mod stores;
 #[cfg(test)]
 mod panic_tests;
+pub mod status;
+pub mod stores;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
