@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo test test-real-api record-real-api build deps crds bench bench-control-plane bench-instructions lint fmt clean mutants image
+.PHONY: demo test test-real-api record-real-api build deps crds bench bench-control-plane bench-instructions lint fmt clean mutants image chaos
 
 ## Build every binary (operator, gce-emulator, fake-kube-apiserver).
 build:
@@ -83,6 +83,13 @@ bench-control-plane: build
 ## figures of `make bench` are not.
 bench-instructions:
 	bash fakes/gce-emulator/benches/instructions.sh
+
+## A failing cloud at full size (tests/chaos_e2e.rs; `make test` runs it with 8 Ingresses and
+## 10 kills): 100 Ingresses, 20 % failed Compute calls, 10 SIGKILLs of the operator per phase.
+## CHAOS_SEED replays a run's kill points.
+chaos: build
+	CHAOS_INGRESSES=$${CHAOS_INGRESSES:-100} CHAOS_KILLS=$${CHAOS_KILLS:-10} CHAOS_DEADLINE_SECS=$${CHAOS_DEADLINE_SECS:-1200} \
+	  $(CARGO) test --test chaos_e2e -- --nocapture failing_cloud
 
 ## Mutation testing (cargo-mutants) of the code that decides what users get, one module at a
 ## time, each judged by its own tests (report and reading: docs/testing.md). Hours long, so

@@ -33,6 +33,8 @@ pub mod last_desired;
 pub mod leader_election;
 pub mod mapping;
 pub mod metrics;
+#[cfg(test)]
+mod panic_tests;
 pub mod prune;
 pub mod reconcile;
 pub mod status;
@@ -41,7 +43,7 @@ pub mod stores;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
@@ -126,6 +128,15 @@ pub enum Error {
         ingress: String,
         /// The address name.
         name: String,
+    },
+    /// The reconcile panicked (a bug): caught, so one Ingress never takes the process down;
+    /// logged with the key, counted as `gclb_ingress_sync_errors{result="panic"}`, retried.
+    #[error("Ingress {ingress}: reconcile panicked: {message}")]
+    Panicked {
+        /// `namespace/name`.
+        ingress: String,
+        /// The panic's message.
+        message: String,
     },
     /// Adding or removing the finalizer failed.
     #[error("finalizer: {0}")]
@@ -299,4 +310,30 @@ where
     api.list(&kube::api::ListParams::default().limit(1))
         .await
         .is_ok()
+}
+
+/// Runs one reconcile; a panic in it becomes [`Error::Panicked`], logged with the Ingress `key`
+/// and counted, instead of unwinding into the controller's stream and ending the process
+/// (kube-runtime polls reconciles inside that stream, not in tasks of their own).
+pub(crate) async fn catch_panic(
+    key: &str,
+    metrics: &ControllerMetrics,
+    run: impl std::future::Future<Output = Result<kube::runtime::controller::Action, Error>>,
+) -> Result<kube::runtime::controller::Action, Error> {
+    match std::panic::AssertUnwindSafe(run).catch_unwind().await {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_string()))
+                .unwrap_or_else(|| "(no message)".into());
+            tracing::error!(ingress = %key, panic = %message, "reconcile panicked; retrying later");
+            metrics.sync("panic");
+            Err(Error::Panicked {
+                ingress: key.to_string(),
+                message,
+            })
+        }
+    }
 }

@@ -25,7 +25,8 @@ use crate::translate::{
 pub async fn reconcile(ingress: Arc<Ingress>, ctx: Arc<Context>) -> Result<Action, Error> {
     ctx.stores.wait_until_ready().await;
     ctx.metrics.in_flight.inc();
-    let result = reconcile_inner(ingress, &ctx).await;
+    let key = ObjectKey::of(&*ingress).to_string();
+    let result = super::catch_panic(&key, &ctx.metrics, reconcile_inner(ingress, &ctx)).await;
     ctx.metrics.in_flight.dec();
     result
 }
@@ -124,6 +125,10 @@ async fn apply(
         Ok(status) => status,
         Err(e) => {
             let note = match &e {
+                Error::Sync {
+                    source: SyncError::SslPolicyNotFound { policy, .. },
+                    ..
+                } => ssl_policy_note(&ingress, policy),
                 Error::Sync { source, .. } => format!("Error syncing to GCP: {source}"),
                 other => other.to_string(),
             };
@@ -277,4 +282,20 @@ async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Error> {
 pub fn error_policy(_ingress: Arc<Ingress>, error: &Error, _ctx: Arc<Context>) -> Action {
     warn!(error = %error, "reconcile failed; retrying");
     Action::requeue(ERROR_REQUEUE)
+}
+
+/// The Event for an SSL policy that does not exist, naming the FrontendConfig whose
+/// `spec.sslPolicy` asks for it (the sync step only knows the policy).
+fn ssl_policy_note(ingress: &Ingress, policy: &str) -> String {
+    let name = crate::compute::reference::last_segment(policy);
+    let fc = ingress
+        .annotations()
+        .get(crate::translate::annotations::FRONTEND_CONFIG)
+        .map_or_else(
+            || "(annotation networking.gke.io/v1beta1.FrontendConfig)".to_string(),
+            |fc| format!("{}/{fc}", ingress.namespace().unwrap_or_default()),
+        );
+    format!(
+        "FrontendConfig {fc}: spec.sslPolicy names SSL policy {name:?}, which does not exist in the project; create it (`gcloud compute ssl-policies create {name} --profile MODERN --min-tls-version 1.2`) or fix spec.sslPolicy"
+    )
 }

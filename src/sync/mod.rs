@@ -61,6 +61,17 @@ pub enum SyncError {
         /// Attempts made.
         attempts: usize,
     },
+    /// The SSL policy a target HTTPS proxy is to use does not exist (a FrontendConfig's
+    /// `spec.sslPolicy` names it); the controller's Event names the FrontendConfig.
+    #[error("{kind} {name:?}: SSL policy {policy:?} does not exist; create it (gcloud compute ssl-policies create) or fix spec.sslPolicy of the FrontendConfig")]
+    SslPolicyNotFound {
+        /// Resource kind (`TargetProxy`).
+        kind: &'static str,
+        /// The proxy.
+        name: String,
+        /// The policy as referenced (`projects/p/global/sslPolicies/x` or a URL).
+        policy: String,
+    },
     /// A reserved address has no IP although its insert succeeded (a Compute bug; retried).
     #[error("Address {name:?} was reserved but has no IP address; retrying later")]
     NoAddress {
@@ -83,6 +94,7 @@ impl SyncError {
         match self {
             Self::Compute { source, .. } => Some(source.kind()),
             Self::Conflict { .. } => Some(ErrorKind::ConditionNotMet),
+            Self::SslPolicyNotFound { .. } => Some(ErrorKind::NotFound),
             Self::NoAddress { .. } => None,
         }
     }

@@ -43,7 +43,7 @@ pub async fn ensure(
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {
                 observed = compute.refetch(name).await.map_err(err)?;
             }
-            Err(e) => return Err(err(e)),
+            Err(e) => return Err(policy_error(name, insert_body.ssl_policy.as_deref(), e)),
         }
     }
     let Some(observed) = observed else {
@@ -96,7 +96,7 @@ pub async fn ensure(
             compute
                 .set_target_https_proxy_ssl_policy(name, &body)
                 .await
-                .map_err(err)?;
+                .map_err(|e| policy_error(name, Some(policy), e))?;
             now.ssl_policy = Some(policy.to_string()).filter(|p| !p.is_empty());
             changed = true;
         }
@@ -107,6 +107,25 @@ pub async fn ensure(
         record(changes, KIND, name, Action::Updated);
     }
     Ok(())
+}
+
+/// A failed insert or `setSslPolicy` of proxy `name` that names `policy`: a 404 naming the
+/// policy is [`SyncError::SslPolicyNotFound`], anything else the Compute error.
+fn policy_error(name: &str, policy: Option<&str>, e: crate::compute::ComputeError) -> SyncError {
+    match policy.filter(|p| !p.is_empty()) {
+        Some(p)
+            if e.kind() == ErrorKind::NotFound
+                && e.to_string()
+                    .contains(crate::compute::reference::last_segment(p)) =>
+        {
+            SyncError::SslPolicyNotFound {
+                kind: KIND,
+                name: name.to_string(),
+                policy: p.to_string(),
+            }
+        }
+        _ => SyncError::compute(KIND, name, e),
+    }
 }
 
 /// Deletes the proxy when it is known to exist; gone already is fine.

@@ -157,7 +157,10 @@ fn backend_config(
     };
     let key = ObjectKey::new(service_key.namespace.clone(), name);
     match snapshot.backend_configs.get(&key) {
-        Some(bc) => Ok(Some((key, bc.spec.clone()))),
+        Some(bc) => {
+            super::backend_config_checks::check(&key, &bc.spec)?;
+            Ok(Some((key, bc.spec.clone())))
+        }
         None => Err(TranslateError::BackendConfigNotFound {
             service: service_key.to_string(),
             backend_config: key.to_string(),

@@ -7,6 +7,7 @@
 //! environment).
 
 pub mod annotations;
+pub mod backend_config_checks;
 pub mod backends;
 pub mod certificates;
 pub mod desired;
@@ -312,6 +313,8 @@ fn default_backend<'a>(
 
 #[cfg(test)]
 mod backends_tests;
+#[cfg(test)]
+mod fuzz_tests;
 #[cfg(test)]
 mod golden_tests;
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, post};
@@ -16,6 +17,10 @@ use serde_json::Value;
 use crate::emulator::{ApiRequest, Emulator};
 use crate::errors::ApiError;
 
+/// Largest request body accepted, in bytes (10 MiB): Google's API front end refuses a larger
+/// payload with 400 `Request payload size exceeds the limit: 10485760 bytes.`
+pub const MAX_REQUEST_BYTES: usize = 10 * 1024 * 1024;
+
 /// The whole router.
 pub fn router(emu: Arc<Emulator>) -> Router {
     Router::new()
@@ -24,6 +29,7 @@ pub fn router(emu: Arc<Emulator>) -> Router {
         .route("/batch", post(crate::batch::handle))
         .nest("/_emulator", crate::admin::router())
         .fallback(not_found)
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_REQUEST_BYTES))
         .with_state(emu)
 }
 
@@ -85,11 +91,23 @@ async fn compute(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     if let Err(e) = check_auth(&emu, &headers) {
         return e.into_response();
     }
+    let body = match body {
+        Ok(b) => b,
+        Err(r) if r.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return ApiError::new(
+                400,
+                "badRequest",
+                format!("Request payload size exceeds the limit: {MAX_REQUEST_BYTES} bytes."),
+            )
+            .into_response()
+        }
+        Err(r) => return ApiError::new(400, "badRequest", r.body_text()).into_response(),
+    };
     let Some((version, path)) = crate::emulator::ApiVersion::split_path(uri.path()) else {
         return not_found(uri).await;
     };

@@ -77,6 +77,10 @@ pub struct Options {
     /// milliseconds), `off`, a JSON profile or `@FILE` (docs/performance.md, "The slow cloud").
     #[arg(long, default_value = "off", value_parser = crate::slow_cloud::Profile::parse)]
     pub slow_cloud: crate::slow_cloud::Profile,
+    /// Seconds a client connection of the data plane has to send a request's headers, which
+    /// is also its keep-alive idle time.
+    #[arg(long, default_value_t = 60)]
+    pub header_read_timeout_sec: u64,
 }
 
 /// Parses `80=18080,443=18443` (empty: no mapping).

@@ -22,6 +22,7 @@ pub mod listener;
 pub mod metrics;
 pub mod proxy;
 pub mod quic;
+pub mod request_checks;
 pub mod security_policy;
 pub mod tls;
 pub mod upstream;
@@ -63,6 +64,9 @@ pub struct DataPlaneConfig {
     /// endpoints (`--enforce-firewall`, on by default in the binary; [`firewall`]). Off here
     /// by default, for tests that feed the data plane snapshots without firewall rules.
     pub enforce_firewall: bool,
+    /// Time a client connection has to send a request's headers, which is also its keep-alive
+    /// idle time (`--header-read-timeout-sec`); `None` is [`listener::HEADER_READ_TIMEOUT`].
+    pub header_read_timeout: Option<std::time::Duration>,
 }
 
 /// The effective socket of one forwarding rule, for `GET /_emulator/listeners`.
@@ -183,7 +187,14 @@ async fn run(
         access_log,
         timer: coarse_timer::CoarseTimer::start(),
     });
-    let serving = Arc::new(Serving::new(ctx, DEFAULT_MAX_CONNECTIONS));
+    let header_read_timeout = config
+        .header_read_timeout
+        .unwrap_or(listener::HEADER_READ_TIMEOUT);
+    let serving = Arc::new(Serving::new(
+        ctx,
+        DEFAULT_MAX_CONNECTIONS,
+        header_read_timeout,
+    ));
     let mut manager = Manager {
         port_map: config.port_map,
         enforce_firewall: config.enforce_firewall,

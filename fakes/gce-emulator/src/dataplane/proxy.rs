@@ -2,9 +2,10 @@
 //! route by URL map, apply the backend service's security policy, pick a healthy endpoint and
 //! forward with `X-Forwarded-For: <client>, <LB IP>` (appended to any value sent),
 //! `X-Forwarded-Proto`, `Via: 1.1 google` and the `Host` preserved (Compute docs, "HTTP(S) load
-//! balancing headers"). Failures answer 502 with a body naming the reason as Cloud Logging's
-//! `statusDetails` does (`failed_to_pick_backend`, `backend_timeout`,
-//! `failed_to_connect_to_backend`).
+//! balancing headers"). Failures answer 502 (504 when `timeoutSec` elapses) with Google's error
+//! page, naming the reason as Cloud Logging's `statusDetails` does (`failed_to_pick_backend`,
+//! `backend_timeout`, `failed_to_connect_to_backend`); requests [`request_checks`] refuses get
+//! 400, 414 or 501 and are never forwarded.
 //!
 //! No healthy endpoint: the classic Application Load Balancer answers 502
 //! (`failed_to_pick_backend`); it does not fail open to unhealthy endpoints.
@@ -29,6 +30,7 @@ use crate::dataplane::coarse_timer::CoarseTimer;
 use crate::dataplane::compile::Frontend;
 use crate::dataplane::grpc;
 use crate::dataplane::quic;
+use crate::dataplane::request_checks;
 use crate::dataplane::security_policy::Verdict;
 use crate::dataplane::upstream::{Upstream, UpstreamBody};
 use crate::dataplane::url_map::{
@@ -160,13 +162,20 @@ fn local(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
 #[derive(Clone, Copy, Debug)]
 pub struct StatusDetails(pub &'static str);
 
-fn bad_gateway(detail: &'static str, why: String) -> Response<Body> {
-    let mut r = local(
-        StatusCode::BAD_GATEWAY,
-        format!("502 Bad Gateway: {detail}: {why}\n"),
+/// An answer of the load balancer itself, as Google's error page (request_checks.rs), with its
+/// `statusDetails` for the access log.
+fn error_response(status: StatusCode, detail: &'static str, why: &str) -> Response<Body> {
+    let mut r = local(status, request_checks::error_page(status, detail, why));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=UTF-8"),
     );
     r.extensions_mut().insert(StatusDetails(detail));
     r
+}
+
+fn bad_gateway(detail: &'static str, why: String) -> Response<Body> {
+    error_response(StatusCode::BAD_GATEWAY, detail, &why)
 }
 
 /// The request host as sent: the URI authority (HTTP/2, absolute form) or the `Host` header.
@@ -243,7 +252,10 @@ pub async fn handle(
         .access_log
         .as_ref()
         .map(|_| AccessRecord::new(&fe.rule, &conn, &req));
-    let (mut resp, backend) = forward(&ctx, &conn, &fe, req, rec.as_mut()).await;
+    let (mut resp, backend) = match request_checks::check(&req) {
+        Err(r) => (error_response(r.status, r.status_details, &r.why), None),
+        Ok(()) => forward(&ctx, &conn, &fe, req, rec.as_mut()).await,
+    };
     if fe.quic {
         quic::advertise(resp.headers_mut(), conn.local_port);
     }
@@ -458,7 +470,10 @@ async fn forward(
                 bs.timeout.as_secs(),
                 bs.key
             );
-            return (bad_gateway("backend_timeout", why), Some(bs));
+            return (
+                error_response(StatusCode::GATEWAY_TIMEOUT, "backend_timeout", &why),
+                Some(bs),
+            );
         }
         Ok(Err(_)) if ep.drained.is_cancelled() => {
             let why = format!(
@@ -471,6 +486,11 @@ async fn forward(
                 bad_gateway("backend_connection_closed_before_data_sent_to_client", why),
                 Some(bs),
             );
+        }
+        Ok(Err(e)) if request_checks::client_body_failed(&e) => {
+            let why = format!("the request body broke its framing: {e}");
+            let resp = error_response(StatusCode::BAD_REQUEST, "client_error", &why);
+            return (resp, Some(bs));
         }
         Ok(Err(e)) => {
             let why = format!("endpoint {} of backend service {}: {e}", ep.addr, bs.key);

@@ -132,6 +132,16 @@ pub struct Emulator {
     pub metrics: crate::metrics::Metrics,
 }
 
+/// The schema the body of `call` must follow (schema.rs), if it has a body and a schema.
+fn schema_check(call: &Call) -> Option<crate::schema::Check> {
+    match call {
+        Call::Insert(t) | Call::Update(t, _) => crate::schema::resource_check(t.coll.kind),
+        Call::Custom(t, verb) => crate::schema::verb_check(t.coll.kind, verb),
+        Call::ProjectVerb(_, verb) => crate::schema::verb_check("compute#project", verb),
+        _ => None,
+    }
+}
+
 impl Emulator {
     /// A new emulator serving at `base` (`http://127.0.0.1:PORT/compute/v1/`), starting from
     /// `initial` (the state file's content, or empty).
@@ -226,14 +236,34 @@ impl Emulator {
             tokio::time::sleep(fault.latency).await;
         }
         let result = match (admitted, fault.error) {
-            (Err(e), _) | (_, Some(e)) => Err(e),
-            _ => match self.authorize(&call, &method, &req) {
-                Ok(()) => self
-                    .execute(call, &req)
-                    .await
-                    .map(|v| req.version.view(&self.base, v)),
-                Err(e) => Err(e),
-            },
+            (Err(e), _) => Err(e),
+            (_, Some(e)) if !fault.after_effect => Err(e),
+            (_, lost) => {
+                // The v1 model's fields (google-cloud-compute-v1); beta and alpha requests are
+                // checked against their version's fields in `execute`.
+                let checked = (req.version == ApiVersion::V1)
+                    .then(|| schema_check(&call))
+                    .flatten()
+                    .map(|c| crate::schema::check_body(c, &req.body));
+                let r = match checked {
+                    Some(Err(e)) => Err(e),
+                    _ => match self.authorize(&call, &method, &req) {
+                        Ok(()) => {
+                            let run = self.execute(call, &req);
+                            crate::faults::OPERATION_LATENCY
+                                .scope(fault.operation_latency, run)
+                                .await
+                                .map(|v| req.version.view(&self.base, v))
+                        }
+                        Err(e) => Err(e),
+                    },
+                };
+                // With `lostResponse` the server acted; the client gets the fault instead.
+                match lost {
+                    Some(e) => Err(e),
+                    None => r,
+                }
+            }
         };
         let code = result.as_ref().map_or_else(|e| e.code, |_| 200);
         self.metrics.observe(&method, code, started.elapsed());
@@ -494,12 +524,19 @@ impl Emulator {
             }
             self.schedule_certs(&state);
             self.publish(&state);
-            let op = self.ops.lock().expect("ops poisoned").create(
-                &self.base,
-                project,
-                &m,
-                self.operation_phases(m.zone.is_some()),
-            );
+            let mut phases = self.operation_phases(m.zone.is_some());
+            if let Some(latency) = crate::faults::OPERATION_LATENCY
+                .try_with(|l| *l)
+                .ok()
+                .flatten()
+            {
+                phases.running = latency;
+            }
+            let op = self
+                .ops
+                .lock()
+                .expect("ops poisoned")
+                .create(&self.base, project, &m, phases);
             tracing::info!(operation = %op["name"].as_str().unwrap_or_default(), op_type = %m.op_type, target = %m.target, "committed");
             if let Some(id) = request_id {
                 let key = op["selfLink"]
