@@ -190,6 +190,16 @@ if len(sys.argv) <= 2 or sys.argv[2] != "--skip-v2":
                 continue
             keep.add(name)
             refs(schemas[name], todo)
+        # Definitions the captured v3 documents also have keep their v3 form: v2 flattens
+        # IntOrString and Quantity to `type: string`, and the server resolves a name once for
+        # every document, so a v2 form would refuse `targetPort: 8080` on a Service.
+        import glob
+        for other in glob.glob(f"{HERE}/v3/*.json"):
+            if other.endswith(f"/{stem}.json"):
+                continue
+            for k, v in json.load(open(other)).get("components", {}).get("schemas", {}).items():
+                if k in keep:
+                    schemas[k] = v
         doc = {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": v2["info"]["version"]},
                "paths": paths,
                "components": {"schemas": {k: v for k, v in schemas.items() if k in keep}}}
