@@ -270,6 +270,9 @@ async fn ten_thousand_idle_connections_with_a_soft_limit_of_1024() {
             "1",
             "--header-read-timeout-sec",
             "600",
+            // The backend is a bare socket, not on an instance: no network model here.
+            "--validate-neg-endpoints=false",
+            "--enforce-firewall=false",
         ])
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::piped())
