@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo test test-real-api record-real-api build native-deps deps crds bench bench-instructions lint fmt clean mutants
+.PHONY: demo test test-real-api record-real-api build native-deps deps crds bench bench-control-plane bench-instructions lint fmt clean mutants image chaos
 
 ## Build every binary (operator, gce-emulator, fake-kube-apiserver).
 build: native-deps
@@ -17,7 +17,8 @@ native-deps:
 	  || { echo "the emulator needs libmodsecurity and the OWASP CRS: apt-get install pkg-config libmodsecurity-dev modsecurity-crs"; exit 1; }
 
 ## Tools the tests drive as real clients: kubectl and gcloud (on the machine image), the Python
-## Compute client (pip), openssl (the only client here that still offers TLS 1.0/1.1), and the
+## Compute client (pip), openssl (the only client here that still offers TLS 1.0/1.1), umoci and
+## skopeo (the image test builds and unpacks the OCI image with them), and the
 ## test runner cargo-nextest (its timeouts in .config/nextest.toml end hung tests). Installed here
 ## so a fresh machine can run `make test`.
 deps: native-deps
@@ -27,6 +28,8 @@ deps: native-deps
 	@command -v openssl >/dev/null || { apt-get update -qq && apt-get install -y -qq openssl; } \
 	  || { echo "openssl is required by the TLS tests: apt-get install openssl"; exit 1; }
 	@$(CARGO) nextest --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-nextest
+	@command -v umoci >/dev/null && command -v skopeo >/dev/null || { apt-get update -qq && apt-get install -y -qq umoci skopeo; } \
+	  || { echo "umoci and skopeo are required by the image test: apt-get install umoci skopeo"; exit 1; }
 
 ## Bring up the local Kubernetes API, the Compute emulator and the operator, apply
 ## docs/examples/, and send real requests through the emulated load balancer.
@@ -55,15 +58,33 @@ record-real-api: build
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" REAL_API_RECORD=1 $(CARGO) nextest run \
 	  --test api_fidelity real_api_matches_the_recorded_answers
 
+## The operator's OCI image, offline (no container engine, no base image download): the release
+## binary on a root filesystem assembled from Debian's files, written with umoci and skopeo
+## (deploy/image/build.sh; the Dockerfile builds the equivalent with a container engine).
+## IMAGE_DIR (default $(CARGO_TARGET_DIR)/image), IMAGE_TAG, IMAGE_BINARY override; the last
+## line printed is the image size. Push: docs/install.md.
+image:
+	bash deploy/image/build.sh
+
 ## Regenerate crds/*.yaml from the Rust types (a test fails when they drift).
 crds:
 	$(CARGO) run -q --bin gclb-operator -- crds --out-dir crds
 
 ## Benchmarks: emulator control plane throughput, the data plane against nginx and haproxy, and
-## the operator's convergence over many Ingresses (BENCH_INGRESSES, default 100).
+## the operator's control plane (bench-control-plane) and its memory with many Pods and Secrets
+## cached (BENCH_PODS, default 10000; BENCH_SECRETS, default 2000).
 bench: build
 	bash fakes/gce-emulator/benches/run.sh
+	$(MAKE) bench-control-plane
+
+## The operator: Ingress created -> first 200 (one at a time and at once) and convergence over
+## BENCH_INGRESSES (default 100), with no added latency, then on the slow cloud
+## (BENCH_SLOW_CLOUD_PROFILE, default `realistic`; docs/performance.md).
+BENCH_SLOW_CLOUD_PROFILE ?= realistic
+bench-control-plane: build
 	$(CARGO) bench --workspace --bench converge --profile dev
+	BENCH_SLOW_CLOUD=$(BENCH_SLOW_CLOUD_PROFILE) $(CARGO) bench --workspace --bench converge --profile dev
+	$(CARGO) bench --workspace --bench memory --profile dev
 
 ## User-space instructions per proxied request, the emulator's and nginx's (valgrind's callgrind;
 ## INSTALL=1 installs valgrind, nginx and wrk): steady on a busy machine, where the wall-clock
@@ -71,17 +92,47 @@ bench: build
 bench-instructions:
 	bash fakes/gce-emulator/benches/instructions.sh
 
-## Mutation testing (cargo-mutants) of the code that decides what users get; hours long, so
-## niced and one job at a time (the machine is shared). Report and reading: docs/testing.md.
-## MUTANTS_ARGS adds arguments (e.g. `--in-diff changes.diff`, `--file src/sync/gc.rs`).
+## A failing cloud at full size (tests/chaos_e2e.rs; `make test` runs it with 8 Ingresses and
+## 10 kills): 100 Ingresses, 20 % failed Compute calls, 10 SIGKILLs of the operator per phase.
+## CHAOS_SEED replays a run's kill points.
+chaos: build
+	CHAOS_INGRESSES=$${CHAOS_INGRESSES:-100} CHAOS_KILLS=$${CHAOS_KILLS:-10} CHAOS_DEADLINE_SECS=$${CHAOS_DEADLINE_SECS:-1200} \
+	  $(CARGO) test --test chaos_e2e -- --nocapture failing_cloud
+
+## Mutation testing (cargo-mutants) of the code that decides what users get, one module at a
+## time, each judged by its own tests (report and reading: docs/testing.md). Hours long, so
+## niced, one mutant at a time (the machine is shared). It mutates a copy of the working tree,
+## $(MUTANTS_OUT)/src, in place (the copy keeps its path and its files their times, so its
+## builds are reused from run to run), and builds in its own target directory,
+## $(MUTANTS_OUT)/target, linked with mold when mold is installed, so it never rebuilds or locks
+## the everyday one. Each mutant rebuilds only the library's unit-test binary (--lib) and the
+## test files its module names. MUTANTS_MODULES picks modules; MUTANTS_ARGS adds arguments
+## (e.g. `--in-diff changes.diff`).
 MUTANTS_OUT ?= $(or $(CARGO_TARGET_DIR),target)/mutants
+MUTANTS_MODULES ?= translate sync readiness url_map validate
+MUTANTS_ARGS ?=
+MUTANTS_ENV = CARGO_TARGET_DIR=$(abspath $(MUTANTS_OUT))/target CARGO_PROFILE_DEV_DEBUG=false \
+  $(if $(shell command -v mold),RUSTFLAGS='-C link-arg=-fuse-ld=mold')
+mutants_translate = -p gclb-operator -f 'src/translate/**' --cargo-arg=--lib \
+  -- -E 'test(/^translate::/)'
+mutants_readiness = -p gclb-operator -f 'src/readiness/**' --cargo-arg=--lib \
+  -- -E 'test(/^readiness::/)'
+mutants_sync = -p gclb-operator -f 'src/sync/**' --cargo-arg=--lib -- -E 'test(/^sync::/)'
+mutants_url_map = -p gce-emulator -f 'fakes/gce-emulator/src/dataplane/url_map/**' \
+  --cargo-arg=--lib --cargo-arg=--test=dataplane_http \
+  -- -E 'test(/^dataplane::url_map::/) | binary(dataplane_http)'
+mutants_validate = -p gce-emulator -f 'fakes/gce-emulator/src/validate.rs' \
+  --cargo-arg=--lib --cargo-arg=--test=control_invalid_input
 mutants:
 	@$(CARGO) mutants --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-mutants
-	nice -n 15 $(CARGO) mutants -j 1 -p gclb-operator --output $(MUTANTS_OUT)/operator \
-	  --file 'src/translate/**' --file 'src/sync/**' --file 'src/readiness/**' $(MUTANTS_ARGS) -- --lib
-	nice -n 15 $(CARGO) mutants -j 1 -p gce-emulator --output $(MUTANTS_OUT)/emulator \
-	  --file 'fakes/gce-emulator/src/dataplane/url_map.rs' --file 'fakes/gce-emulator/src/dataplane/url_map/**' --file 'fakes/gce-emulator/src/validate.rs' \
-	  $(MUTANTS_ARGS) -- --lib --test dataplane_http --test control_invalid_input
+	rm -rf $(MUTANTS_OUT)/src && mkdir -p $(MUTANTS_OUT)/src
+	git ls-files -z --cached --others --exclude-standard \
+	  | tar --null -T - --ignore-failed-read -cf - | tar -xf - -C $(MUTANTS_OUT)/src
+	$(MAKE) -k $(addprefix mutants-,$(MUTANTS_MODULES))
+
+mutants-%:
+	$(MUTANTS_ENV) nice -n 15 $(CARGO) mutants --in-place -d $(MUTANTS_OUT)/src \
+	  -o $(MUTANTS_OUT)/$* $(MUTANTS_ARGS) $(mutants_$*)
 
 lint:
 	$(CARGO) fmt --all -- --check

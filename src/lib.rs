@@ -11,3 +11,8 @@ pub mod readiness;
 pub mod sync;
 pub mod translate;
 pub mod webhook;
+
+/// `User-Agent` of every request to the Kubernetes and Compute APIs: `gclb-operator/<version>`,
+/// so cluster admins (audit log `userAgent`) and cloud admins (Cloud Audit Logs
+/// `requestMetadata.callerSuppliedUserAgent`) can attribute calls to this operator.
+pub const USER_AGENT: &str = concat!("gclb-operator/", env!("CARGO_PKG_VERSION"));

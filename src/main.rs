@@ -13,7 +13,7 @@ use gclb_operator::compute::{Compute, ComputeConfig, ComputeMetrics};
 use gclb_operator::controller::leader_election::{LeaderElector, Timings};
 use gclb_operator::controller::{self, metrics::HttpState, ControllerMetrics, Stores};
 use gclb_operator::readiness;
-use gclb_operator::translate::{namer, TranslateConfig};
+use gclb_operator::translate::{Mode, TranslateConfig};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client};
@@ -56,14 +56,24 @@ struct RunArgs {
     /// Google Cloud project that holds the load balancers.
     #[arg(long, env = "GCLB_PROJECT")]
     project: String,
-    /// Zone of the cluster's nodes (repeat for several); NEGs are created in each.
-    #[arg(long = "zone", required = true)]
+    /// Pin the NEG zones (repeat, or comma-separate): NEGs in exactly these zones, endpoints in
+    /// other zones in none (a Warning Event). Default: the zones of the cluster's Nodes
+    /// (`topology.kubernetes.io/zone`), followed as Nodes come and go.
+    #[arg(long = "zone", env = "GCLB_ZONES", value_delimiter = ',')]
     zones: Vec<String>,
     /// VPC network name.
-    #[arg(long, default_value = "default")]
+    #[arg(long, env = "GCLB_NETWORK", default_value = "default")]
     network: String,
-    /// Cluster name (informational).
+    /// Project that owns the network, its subnetworks and firewall rules: the host project of
+    /// a Shared VPC cluster. Default: --project.
+    #[arg(long, env = "GCLB_NETWORK_PROJECT")]
+    network_project: Option<String>,
+    /// Subnetwork (name, in the network project) the NEGs name; unset: the API picks the
+    /// network's subnetwork of each zone.
     #[arg(long)]
+    subnetwork: Option<String>,
+    /// Cluster name (informational).
+    #[arg(long, env = "GCLB_CLUSTER_NAME")]
     cluster_name: String,
     /// Compute API host root, e.g. http://127.0.0.1:PORT (the emulator; anonymous credentials).
     /// Unset: the real API with Application Default Credentials.
@@ -72,23 +82,35 @@ struct RunArgs {
     /// Kubeconfig file; unset: KUBECONFIG, ~/.kube/config or the in-cluster config.
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
-    /// IngressClass name / `kubernetes.io/ingress.class` value this operator owns.
-    #[arg(long, default_value = "gce")]
-    ingress_class: String,
+    /// Serve class `gce` in place of GKE's Ingress controller (its HttpLoadBalancing add-on
+    /// disabled): IngressClass controller `k8s.io/ingress-gce`, Ingresses without a class when
+    /// no default IngressClass exists, GKE's finalizer and GKE's resource names, so load
+    /// balancers GKE built are adopted. Default: beside GKE's controller, with class `gclb`,
+    /// controller `gclb-operator.dev/gclb`, finalizer `gclb-operator.dev/ingress-finalizer`
+    /// and `gclb-` names (docs/install.md).
+    #[arg(long, env = "GCLB_TAKEOVER", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    takeover: bool,
+    /// IngressClass name / `kubernetes.io/ingress.class` value this operator owns (default:
+    /// `gclb`, or `gce` with --takeover).
+    #[arg(long, env = "GCLB_INGRESS_CLASS")]
+    ingress_class: Option<String>,
     /// Seconds between full resyncs of every Ingress.
     #[arg(long, default_value_t = 600)]
     resync_period: u64,
-    /// Ingresses reconciled at the same time.
-    #[arg(long, default_value_t = 4)]
+    /// Ingresses reconciled at the same time. A reconcile mostly waits on Compute Operations
+    /// (seconds each on the real API), so many run at once; the project's rate quota, not this
+    /// number, bounds the calls (they are paced on rateLimitExceeded; docs/performance.md).
+    #[arg(long, default_value_t = 64)]
     workers: u16,
     /// Address of /metrics, /healthz and /readyz (use 127.0.0.1:0 for an ephemeral port; the
     /// bound address is printed on stdout as `metrics listening on http://ADDR`).
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_listen: SocketAddr,
     /// System default backend Service (`namespace/name`) for Ingresses without
-    /// spec.defaultBackend.
-    #[arg(long, default_value = "kube-system/default-http-backend")]
-    default_backend_service: String,
+    /// spec.defaultBackend (default: `<POD_NAMESPACE>/gclb-default-backend`, deploy/'s own; with
+    /// --takeover GKE's `kube-system/default-http-backend`).
+    #[arg(long, env = "GCLB_DEFAULT_BACKEND_SERVICE")]
+    default_backend_service: Option<String>,
     /// Port (name or number) of the default backend Service.
     #[arg(long, default_value = "http")]
     default_backend_port: String,
@@ -96,7 +118,7 @@ struct RunArgs {
     #[arg(long, default_value_t = 500)]
     operation_poll_interval_ms: u64,
     /// Network tags of the nodes: targetTags of the L7 firewall rule (comma-separated).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, env = "GCLB_FIREWALL_TARGET_TAGS", value_delimiter = ',')]
     firewall_target_tags: Vec<String>,
     /// Manage the `cloud.google.com/load-balancer-neg-ready` readiness gate of Pods.
     #[arg(long, default_value_t = true, action = ArgAction::Set)]
@@ -104,7 +126,7 @@ struct RunArgs {
     /// Run the ManagedCertificate controller (gke-managed-certs) in this process. `false` leaves
     /// ManagedCertificates to a controller run elsewhere (on GKE it is a separate component);
     /// Ingresses still read their `status.certificateName`.
-    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    #[arg(long, env = "GCLB_MANAGED_CERTIFICATES", default_value_t = true, action = ArgAction::Set)]
     managed_certificates: bool,
     /// Seconds after Pod creation when the readiness gate opens without a health state.
     #[arg(long, default_value_t = 600)]
@@ -214,7 +236,7 @@ async fn shutdown_signal() {
 }
 
 async fn kube_client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
-    let config = match kubeconfig {
+    let mut config = match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
@@ -226,7 +248,24 @@ async fn kube_client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
             "no Kubernetes config: pass --kubeconfig, set KUBECONFIG or run in a cluster",
         )?,
     };
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(gclb_operator::USER_AGENT),
+    ));
     Client::try_from(config).context("building the Kubernetes client")
+}
+
+/// The default backend Service a mode uses when `--default-backend-service` is not given:
+/// GKE's in takeover mode, else the operator's own in its namespace (deploy/default-backend.yaml).
+fn default_backend_service(mode: Mode) -> String {
+    match mode {
+        Mode::Takeover => "kube-system/default-http-backend".to_owned(),
+        Mode::Coexist => {
+            let namespace =
+                std::env::var("POD_NAMESPACE").unwrap_or_else(|_| "gclb-operator".to_owned());
+            format!("{namespace}/gclb-default-backend")
+        }
+    }
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
@@ -248,10 +287,25 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         &args.cluster_name,
         &kube_system_uid,
     );
-    translate.ingress_class = args.ingress_class.clone();
+    let mode = if args.takeover {
+        Mode::Takeover
+    } else {
+        Mode::Coexist
+    };
+    translate = translate.with_mode(mode);
+    if let Some(class) = &args.ingress_class {
+        translate.ingress_class = class.clone();
+    }
     translate.firewall_target_tags = args.firewall_target_tags.clone();
-    let (db_ns, db_name) = args
+    if let Some(host) = &args.network_project {
+        translate.network_project = host.clone();
+    }
+    translate.subnetwork = args.subnetwork.clone();
+    let default_backend = args
         .default_backend_service
+        .clone()
+        .unwrap_or_else(|| default_backend_service(mode));
+    let (db_ns, db_name) = default_backend
         .split_once('/')
         .context("--default-backend-service must be namespace/name")?;
     translate.default_backend = Some((
@@ -260,9 +314,15 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         args.default_backend_port.clone(),
     ));
     tracing::info!(
+        ?mode,
+        ingress_class = %translate.ingress_class,
+        controller = mode.controller(),
+        finalizer = controller::finalizer_for(mode),
+        default_backend = %default_backend,
         project = %args.project,
+        network = %translate.network_ref(),
         cluster_uid = %translate.cluster_uid,
-        firewall = %namer::l7_firewall(&translate.cluster_uid),
+        firewall = %translate.l7_firewall_name(),
         "starting"
     );
 
@@ -282,16 +342,41 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             .context("connecting to the Compute API")?,
     );
 
+    // The readiness-gate webhook serves on every replica, leader or standby, from its own
+    // caches (the decision is read-only): started before leader election.
+    let webhook = match (
+        &args.webhook_listen,
+        &args.webhook_tls_cert,
+        &args.webhook_tls_key,
+    ) {
+        (Some(listen), Some(cert), Some(key)) => {
+            let serving = gclb_operator::webhook::start(
+                client.clone(),
+                translate.clone(),
+                *listen,
+                cert,
+                key,
+            )
+            .await
+            .context("starting the readiness-gate webhook")?;
+            println!("webhook listening on https://{}", serving.addr);
+            Some(serving)
+        }
+        _ => None,
+    };
     let stores_slot: Arc<std::sync::OnceLock<Stores>> = Arc::default();
-    // A standby replica (leader election on, Lease held by another) is ready: it is healthy
-    // and must not hold up a rolling update of the operator's Deployment.
+    // Ready: the webhook (when served) answers from synced caches, and the controller's stores
+    // have synced, or this replica stands by (leader election on, Lease held by another): a
+    // standby is healthy, serves the webhook and must not hold up a rolling update.
     let standby = Arc::new(std::sync::atomic::AtomicBool::new(args.leader_elect));
     let ready = {
         let slot = stores_slot.clone();
         let standby = standby.clone();
+        let webhook = webhook.clone();
         Arc::new(move || {
-            standby.load(std::sync::atomic::Ordering::Relaxed)
-                || slot.get().is_some_and(Stores::is_ready)
+            webhook.as_ref().is_none_or(|w| w.is_ready())
+                && (standby.load(std::sync::atomic::Ordering::Relaxed)
+                    || slot.get().is_some_and(Stores::is_ready))
         }) as Arc<dyn Fn() -> bool + Send + Sync>
     };
     let addr = controller::metrics::serve(
@@ -345,22 +430,6 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         resync_period: Duration::from_secs(args.resync_period.max(1)),
         workers: args.workers.max(1),
     };
-    let webhook = match (
-        &args.webhook_listen,
-        &args.webhook_tls_cert,
-        &args.webhook_tls_key,
-    ) {
-        (Some(listen), Some(cert), Some(key)) => {
-            let tls = gclb_operator::webhook::tls::server_config(cert, key)
-                .context("loading the webhook certificate and key")?;
-            let listener = tokio::net::TcpListener::bind(listen)
-                .await
-                .with_context(|| format!("binding --webhook-listen {listen}"))?;
-            tracing::info!(addr = %listener.local_addr()?, "webhook listening");
-            Some((listener, tls))
-        }
-        _ => None,
-    };
     // ManagedCertificate controller (gke-managed-certs): off by itself when the CRD is absent.
     if args.managed_certificates {
         let mut mcrt_config = gclb_operator::managed_certificates::Config::new(&kube_system_uid);
@@ -387,16 +456,9 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
                 stores.services.clone(),
                 stores.ingress_classes.clone(),
                 translate,
-            );
+            )
+            .with_nodes(stores.nodes.clone());
             let lookup = Arc::new(lookup);
-            if let Some((listener, tls)) = webhook {
-                let state = gclb_operator::webhook::WebhookState::new(lookup.clone());
-                tokio::spawn(gclb_operator::webhook::tls::serve(
-                    listener,
-                    tls,
-                    gclb_operator::webhook::router(state),
-                ));
-            }
             let ctx = readiness::Context::new(
                 readiness_client,
                 Arc::new(health),

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PROJECT=demo-project ZONE=us-central1-a
+PROJECT=demo-project ZONE=us-central1-a NODE_TAG=gke-demo-node
 DEADLINE=${DEMO_DEADLINE:-120}
 TARGET_DIR=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 BIN=$TARGET_DIR/debug
@@ -53,24 +53,31 @@ start() {
 PORT_MAP=()
 [[ $EUID == 0 ]] || PORT_MAP=(--port-map 80=0,443=0)
 
-echo "== starting the local Kubernetes API"
-start kube-apiserver "$BIN/fake-kube-apiserver" --listen 127.0.0.1:0 --kubeconfig-out "$WORK/kubeconfig"
-KUBE_URL=$(head -n1 "$WORK/kube-apiserver.out")
-export KUBECONFIG=$WORK/kubeconfig
-echo "   $KUBE_URL (kubeconfig $KUBECONFIG)"
-
-echo "== starting the Compute Engine API emulator"
+echo "== starting the Compute Engine API emulator (VPC firewall rules enforced)"
 start gce-emulator "$BIN/gce-emulator" --listen 127.0.0.1:0 "${PORT_MAP[@]}"
 COMPUTE_URL=$(head -n1 "$WORK/gce-emulator.out")
 echo "   $COMPUTE_URL"
 
+# The local kubelet registers its Node as a Compute Engine instance (zone, Pod CIDR as an alias
+# IP range, the cluster's network tag), as a GKE node pool creates its VMs.
+echo "== starting the local Kubernetes API (its Node becomes instance local-node-1)"
+start kube-apiserver "$BIN/fake-kube-apiserver" --listen 127.0.0.1:0 --kubeconfig-out "$WORK/kubeconfig" \
+  --project "$PROJECT" --compute-endpoint "${COMPUTE_URL%/}" --node-tags "$NODE_TAG"
+KUBE_URL=$(head -n1 "$WORK/kube-apiserver.out")
+export KUBECONFIG=$WORK/kubeconfig
+echo "   $KUBE_URL (kubeconfig $KUBECONFIG)"
+
+# --takeover: the local cluster has no GKE Ingress controller, so the operator serves class gce
+# and Ingresses without a class exactly as GKE does (docs/install.md), and the GKE manifests of
+# docs/examples/ work unchanged.
 echo "== starting gclb-operator as its ServiceAccount (deploy/rbac.yaml; a token from kubectl create token)"
 kubectl apply -f deploy/namespace.yaml -f deploy/rbac.yaml | sed 's/^/   /'
 cp "$KUBECONFIG" "$WORK/operator-kubeconfig"
 KUBECONFIG=$WORK/operator-kubeconfig kubectl config set-credentials fake-kube-apiserver \
   --token="$(kubectl create token gclb-operator -n gclb-operator --duration 24h)" >/dev/null
-POD_NAMESPACE=gclb-operator "$BIN/gclb-operator" run --project "$PROJECT" --zone "$ZONE" --network default --cluster-name demo \
+POD_NAMESPACE=gclb-operator "$BIN/gclb-operator" run --takeover --project "$PROJECT" --zone "$ZONE" --network default --cluster-name demo \
   --compute-endpoint "${COMPUTE_URL%/}" --kubeconfig "$WORK/operator-kubeconfig" --metrics-listen 127.0.0.1:0 \
+  --firewall-target-tags "$NODE_TAG" \
   >"$WORK/operator.log" 2>&1 &
 PIDS+=($!)
 
@@ -156,7 +163,15 @@ for fr in get("global/forwardingRules").get("items", []):
             for ep in eps.get("items", []):
                 e = ep["networkEndpoint"]
                 health = ",".join(h.get("healthState", "?") for h in ep.get("healths", [])) or "UNKNOWN"
-                print(f"                {e.get('ipAddress')}:{e.get('port')}  {health}")
+                print(f"                {e.get('ipAddress')}:{e.get('port')}  {health}  (instance {e.get('instance', '?')})")
+for fw in get("global/firewalls").get("items", []):
+    if fw["name"].startswith("k8s-fw-"):
+        allow = ",".join(f"{a['IPProtocol']}:{p}" for a in fw.get("allowed", []) for p in a.get("ports", []))
+        print(f"   firewall {fw['name']}  allow {allow} from {','.join(fw.get('sourceRanges', []))} to tags {','.join(fw.get('targetTags', []))}")
+for vm in get(f"zones/{zone}/instances").get("items", []):
+    nic = vm["networkInterfaces"][0]
+    pods = ",".join(a["ipCidrRange"] for a in nic.get("aliasIpRanges", []))
+    print(f"   instance {vm['name']}  {nic.get('networkIP')}, Pod range {pods}, tags {','.join(vm.get('tags', {}).get('items', []))}")
 PY
 echo
 echo "The demo worked: requests flowed through the emulated Google Cloud load balancer."

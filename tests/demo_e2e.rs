@@ -44,13 +44,14 @@ fn demo_routes_requests_and_stops_everything_it_started() -> Result<()> {
     ] {
         assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
     }
-    // Endpoint lines read `IP:PORT  STATE`; the endpoints that answered are HEALTHY (compared
-    // whole: a substring test would also accept UNHEALTHY).
+    // The endpoints that answered are HEALTHY (the state compared whole: a substring test
+    // would also accept UNHEALTHY).
     let healthy = stdout
         .lines()
         .filter_map(|l| l.trim().split_once("  "))
         .filter(|(ep, _)| ep.parse::<std::net::SocketAddr>().is_ok())
-        .filter(|(_, state)| state.trim() == "HEALTHY")
+        // `IP:PORT  STATE  (instance NODE)`: the state is the first word after the address.
+        .filter(|(_, rest)| rest.split_whitespace().next() == Some("HEALTHY"))
         .count();
     assert!(
         healthy > 0,
@@ -82,7 +83,7 @@ fn demo_routes_requests_and_stops_everything_it_started() -> Result<()> {
     ] {
         let i = lines
             .iter()
-            .position(|l| *l == heading)
+            .position(|l| l.starts_with(heading))
             .with_context(|| format!("{heading:?} in the demo output"))?;
         let url = lines
             .get(i + 1)

@@ -209,12 +209,13 @@ spec:
         "response headers: {headers:?}"
     );
 
-    // timeoutSec 2: a Pod answering after 6 s gives 502; one answering in 0.2 s is fine.
+    // timeoutSec 2: a Pod answering after 6 s gives 504 `backend_timeout`; one answering in
+    // 0.2 s is fine.
     let resp = http
         .get(format!("{url}?sleep_ms=6000"))
         .header("host", "web.example")
         .send()?;
-    assert_eq!(resp.status().as_u16(), 502, "slow Pod: {}", resp.text()?);
+    assert_eq!(resp.status().as_u16(), 504, "slow Pod: {}", resp.text()?);
     let resp = http
         .get(format!("{url}?sleep_ms=200"))
         .header("host", "web.example")

@@ -189,7 +189,13 @@ fn ingress(case: &Case) -> Ingress {
 }
 
 fn backend_name(namespace: &str, service: &str) -> String {
-    namer::backend(&config().cluster_uid, namespace, service, 80)
+    namer::backend(
+        namer::Scheme::Gke,
+        &config().cluster_uid,
+        namespace,
+        service,
+        80,
+    )
 }
 
 // ---- the reference model ----
@@ -286,6 +292,7 @@ fn model_route(case: &Case, request_host: &str, request_path: &str, classic: boo
     let default = match case.default_backend {
         Some(d) => backend_name("default", SERVICES[d]),
         None => namer::backend(
+            namer::Scheme::Gke,
             &config().cluster_uid,
             "kube-system",
             "default-http-backend",

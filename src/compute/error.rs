@@ -21,7 +21,8 @@ pub enum ErrorKind {
     ConditionNotMet,
     /// 403 `forbidden`: missing permission (for the firewall: the Shared VPC case).
     Forbidden,
-    /// 429 `rateLimitExceeded`: retry with backoff.
+    /// `rateLimitExceeded`: 429, or 403 with a quota message (Compute's rate quotas answer 403
+    /// `rateLimitExceeded`, "Quota exceeded for quota group ..."): slow down and retry.
     RateLimited,
     /// 5xx `backendError`: retry with backoff.
     Server,
@@ -53,13 +54,14 @@ impl ErrorKind {
     }
 
     /// Classifies an HTTP status code and the error message (the message is consulted only to
-    /// tell `resourceInUseByAnotherResource` from other 400s, since the Rust client drops
-    /// `errors[].reason`).
+    /// tell `resourceInUseByAnotherResource` from other 400s and a rate quota from other 403s,
+    /// since the Rust client drops `errors[].reason`).
     pub fn from_http(status: u16, message: &str) -> Self {
         match status {
             404 => Self::NotFound,
             409 => Self::AlreadyExists,
             412 => Self::ConditionNotMet,
+            403 if mentions_rate_quota(message) => Self::RateLimited,
             403 => Self::Forbidden,
             429 => Self::RateLimited,
             500..=599 => Self::Server,
@@ -90,6 +92,13 @@ impl ErrorKind {
             None => Self::Invalid,
         }
     }
+}
+
+/// Compute's rate-quota refusals: "Quota exceeded for quota metric 'Queries' and limit ...",
+/// "Quota exceeded for quota group 'ReadGroup' ...", "Rate Limit Exceeded".
+fn mentions_rate_quota(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("quota exceeded for quota") || m.contains("rate limit exceeded")
 }
 
 fn mentions_in_use(message: &str) -> bool {
@@ -255,6 +264,12 @@ mod tests {
         assert_eq!(ErrorKind::from_http(412, "x"), ErrorKind::ConditionNotMet);
         assert_eq!(ErrorKind::from_http(503, "x"), ErrorKind::Server);
         assert_eq!(ErrorKind::from_http(429, "x"), ErrorKind::RateLimited);
+        let quota = "Quota exceeded for quota group 'ReadGroup' and limit 'Read requests per 100 seconds' of service 'compute.googleapis.com' for consumer 'project_number:1'.";
+        assert_eq!(ErrorKind::from_http(403, quota), ErrorKind::RateLimited);
+        assert_eq!(
+            ErrorKind::from_http(403, "Required 'compute.firewalls.create' permission"),
+            ErrorKind::Forbidden
+        );
         assert_eq!(
             ErrorKind::from_http(
                 400,

@@ -6,21 +6,28 @@
 //! waits for its Operation and turns a failed DONE Operation into an error (the crate's poller
 //! would return `Ok`; `reference/gce-clients.md`, "Rust gotchas").
 //!
-//! Retries: 429, 5xx and transport errors are retried with jittered exponential backoff
-//! ([`RetrySettings`]); 412 `conditionNotMet` is left to `sync`, which refetches the fingerprint
-//! first. The clients' own retry policy is switched off so that one place decides.
+//! Retries: 5xx and transport errors are retried with jittered exponential backoff
+//! ([`RetrySettings`]); `rateLimitExceeded` (429, or 403 naming the quota) slows every call of
+//! its kind down through one first-come-first-served [`pacing::Pacer`] and is retried in its
+//! turn; 412 `conditionNotMet` is left to `sync`, which refetches the fingerprint first. The
+//! clients' own retry policy is switched off so that one place decides.
+//!
+//! [`state`] is the cache of what exists that `sync` reads instead of one `get` per resource.
 
 pub mod error;
 pub mod metrics;
+pub mod pacing;
 pub mod reference;
 mod resources;
+pub mod state;
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use backon::{ExponentialBuilder, Retryable};
+use backon::{BackoffBuilder, ExponentialBuilder};
 use google_cloud_compute_v1::client as gc;
 use google_cloud_compute_v1::model;
+use google_cloud_gax::options::RequestOptionsBuilder as _;
 use google_cloud_gax::retry_policy::NeverRetry;
 
 pub use error::{ComputeError, ErrorKind};
@@ -36,8 +43,10 @@ pub struct RetrySettings {
     pub min_delay: Duration,
     /// Cap on one delay.
     pub max_delay: Duration,
-    /// Retries after the first attempt.
+    /// Retries after the first attempt (5xx and transport errors).
     pub max_retries: usize,
+    /// Retries of a call refused for the rate quota (each waits its turn in the pacer).
+    pub max_rate_limited_retries: usize,
 }
 
 impl Default for RetrySettings {
@@ -46,6 +55,7 @@ impl Default for RetrySettings {
             min_delay: Duration::from_millis(200),
             max_delay: Duration::from_secs(10),
             max_retries: 6,
+            max_rate_limited_retries: 30,
         }
     }
 }
@@ -64,6 +74,9 @@ pub struct ComputeConfig {
     pub operation_timeout: Duration,
     /// Retry policy.
     pub retry: RetrySettings,
+    /// How long a collection's list is trusted by the state cache ([`state`]) before the next
+    /// use lists it again.
+    pub state_max_age: Duration,
 }
 
 impl ComputeConfig {
@@ -75,6 +88,7 @@ impl ComputeConfig {
             operation_poll_interval: Duration::from_millis(500),
             operation_timeout: Duration::from_secs(300),
             retry: RetrySettings::default(),
+            state_max_age: Duration::from_secs(300),
         }
     }
 }
@@ -102,6 +116,9 @@ pub struct Compute {
     operation_timeout: Duration,
     retry: RetrySettings,
     metrics: ComputeMetrics,
+    state: state::ComputeState,
+    reads: pacing::Pacer,
+    writes: pacing::Pacer,
 }
 
 macro_rules! build_client {
@@ -160,6 +177,9 @@ impl Compute {
             operation_timeout: config.operation_timeout,
             retry: config.retry,
             metrics,
+            state: state::ComputeState::new(config.state_max_age),
+            reads: pacing::Pacer::default(),
+            writes: pacing::Pacer::default(),
         })
     }
 
@@ -199,23 +219,64 @@ impl Compute {
         result
     }
 
-    /// A read (get, list, getHealth), retried on retryable errors.
+    /// One call in its pacer's turn, retried: in a later turn when refused for the quota (the
+    /// pacer slows down), after a jittered backoff on 5xx and transport errors.
+    async fn paced<T, F, Fut>(
+        &self,
+        pacer: &pacing::Pacer,
+        method: &'static str,
+        resource: &str,
+        f: F,
+    ) -> Result<T>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut backoff = self.backoff().build();
+        let mut refusals = 0;
+        loop {
+            pacer.wait_turn().await;
+            match f().await {
+                Ok(v) => {
+                    pacer.succeeded();
+                    return Ok(v);
+                }
+                Err(e)
+                    if e.kind() == ErrorKind::RateLimited
+                        && refusals < self.retry.max_rate_limited_retries =>
+                {
+                    refusals += 1;
+                    pacer.refused(Instant::now());
+                    tracing::debug!(method, resource, error = %e, refusals, "rate limited; retrying in turn");
+                }
+                Err(e) if e.kind().is_retryable() => match backoff.next() {
+                    Some(delay) => {
+                        tracing::debug!(method, resource, error = %e, ?delay, "retrying Compute call");
+                        tokio::time::sleep(delay).await;
+                    }
+                    None => return Err(e),
+                },
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A read (get, list, getHealth, Operation wait), paced and retried.
     async fn read<T, F, Fut>(&self, method: &'static str, resource: &str, f: F) -> Result<T>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = std::result::Result<T, google_cloud_gax::error::Error>>,
     {
-        (|| async { self.attempt(method, resource, f()).await })
-            .retry(self.backoff())
-            .when(|e: &ComputeError| e.kind().is_retryable())
-            .notify(|e: &ComputeError, delay: Duration| {
-                tracing::debug!(method, resource, error = %e, ?delay, "retrying Compute call");
-            })
-            .await
+        self.paced(&self.reads, method, resource, || {
+            self.attempt(method, resource, f())
+        })
+        .await
     }
 
-    /// A mutation: send, wait for its Operation to be DONE, surface the Operation's error.
-    /// The whole sequence is retried on retryable errors; `zone` is where zonal Operations live.
+    /// A mutation: send (paced and retried as [`Self::paced`]), wait for its Operation to be
+    /// DONE with `operations.wait`, surface the Operation's error. A retryable Operation error
+    /// (the change failed server side) sends the mutation again, up to the retry limit; `zone`
+    /// is where zonal Operations live.
     async fn mutate<F, Fut>(
         &self,
         method: &'static str,
@@ -227,20 +288,25 @@ impl Compute {
         F: Fn() -> Fut,
         Fut: Future<Output = std::result::Result<model::Operation, google_cloud_gax::error::Error>>,
     {
-        (|| async {
-            let op = self.attempt(method, resource, f()).await?;
+        let mut backoff = self.backoff().build();
+        loop {
+            let op = self
+                .paced(&self.writes, method, resource, || {
+                    self.attempt(method, resource, f())
+                })
+                .await?;
             let op = self.wait(method, resource, zone, op).await?;
-            match ComputeError::from_operation(method, resource, &op) {
-                Some(err) => Err(err),
-                None => Ok(op),
+            let Some(err) = ComputeError::from_operation(method, resource, &op) else {
+                return Ok(op);
+            };
+            match backoff.next() {
+                Some(delay) if err.kind().is_retryable() => {
+                    tracing::debug!(method, resource, error = %err, ?delay, "operation failed; sending the mutation again");
+                    tokio::time::sleep(delay).await;
+                }
+                _ => return Err(err),
             }
-        })
-        .retry(self.backoff())
-        .when(|e: &ComputeError| e.kind().is_retryable())
-        .notify(|e: &ComputeError, delay: Duration| {
-            tracing::debug!(method, resource, error = %e, ?delay, "retrying Compute mutation");
-        })
-        .await
+        }
     }
 
     /// Waits until `op` is DONE with `operations.wait` (which blocks server side for a while),
@@ -253,6 +319,16 @@ impl Compute {
         mut op: model::Operation,
     ) -> Result<model::Operation> {
         let started = Instant::now();
+        // An Operation lives in the project of the resource it changes (the Shared VPC host's
+        // for its firewall rules): its selfLink says which.
+        let op_project = op
+            .self_link
+            .as_deref()
+            .and_then(|l| l.find("/projects/").map(|i| &l[i + "/projects/".len()..]))
+            .and_then(|rest| rest.split('/').next())
+            .filter(|p| !p.is_empty())
+            .unwrap_or(&self.project)
+            .to_string();
         let op_zone = op
             .zone
             .as_deref()
@@ -287,9 +363,10 @@ impl Compute {
                         self.clients
                             .zone_operations
                             .wait()
-                            .set_project(&self.project)
+                            .set_project(&op_project)
                             .set_zone(z)
                             .set_operation(&name)
+                            .with_user_agent(crate::USER_AGENT)
                             .send()
                     })
                     .await?
@@ -299,8 +376,9 @@ impl Compute {
                         self.clients
                             .global_operations
                             .wait()
-                            .set_project(&self.project)
+                            .set_project(&op_project)
                             .set_operation(&name)
+                            .with_user_agent(crate::USER_AGENT)
                             .send()
                     })
                     .await?

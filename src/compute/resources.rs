@@ -2,23 +2,38 @@
 //! API discovery document and the emulator's call counters.
 
 use google_cloud_compute_v1::model;
+use google_cloud_gax::options::RequestOptionsBuilder as _;
 
 use super::{Compute, Result};
 
+/// The project a call targets: the client's own, or the `project` argument of calls made in
+/// another project (`project: project` in the macros below).
+macro_rules! project_of {
+    ($self:ident) => {
+        &$self.project
+    };
+    ($self:ident $project:ident) => {
+        $project
+    };
+}
+
 /// `get` (404 -> `None`), `insert`, `delete` (404 -> `false`) and paged `list` of a global
-/// resource.
+/// resource; with `project: project`, each takes the project as its first argument (the
+/// firewall rules of a Shared VPC host).
 macro_rules! global_crud {
     (client: $client:ident, model: $model:ident, api: $api:literal, setter: $setter:ident,
-     get: $get:ident, insert: $insert:ident, delete: $delete:ident, list: $list:ident) => {
+     get: $get:ident, insert: $insert:ident, delete: $delete:ident, list: $list:ident
+     $(, project: $project:ident)?) => {
         #[doc = concat!("`compute.", $api, ".get`: the resource, or `None` on 404.")]
-        pub async fn $get(&self, name: &str) -> Result<Option<model::$model>> {
+        pub async fn $get(&self, $($project: &str,)? name: &str) -> Result<Option<model::$model>> {
             let found = self
                 .read(concat!("compute.", $api, ".get"), name, || {
                     self.clients
                         .$client
                         .get()
-                        .set_project(&self.project)
+                        .set_project(project_of!(self $($project)?))
                         .$setter(name)
+                        .with_user_agent(crate::USER_AGENT)
                         .send()
                 })
                 .await;
@@ -30,14 +45,15 @@ macro_rules! global_crud {
         }
 
         #[doc = concat!("`compute.", $api, ".insert`, waiting for the Operation.")]
-        pub async fn $insert(&self, body: &model::$model) -> Result<()> {
+        pub async fn $insert(&self, $($project: &str,)? body: &model::$model) -> Result<()> {
             let name = body.name.clone().unwrap_or_default();
             self.mutate(concat!("compute.", $api, ".insert"), &name, None, || {
                 self.clients
                     .$client
                     .insert()
-                    .set_project(&self.project)
+                    .set_project(project_of!(self $($project)?))
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             })
             .await
@@ -45,14 +61,15 @@ macro_rules! global_crud {
         }
 
         #[doc = concat!("`compute.", $api, ".delete`; `Ok(false)` when it was already gone.")]
-        pub async fn $delete(&self, name: &str) -> Result<bool> {
+        pub async fn $delete(&self, $($project: &str,)? name: &str) -> Result<bool> {
             let done = self
                 .mutate(concat!("compute.", $api, ".delete"), name, None, || {
                     self.clients
                         .$client
                         .delete()
-                        .set_project(&self.project)
+                        .set_project(project_of!(self $($project)?))
                         .$setter(name)
+                        .with_user_agent(crate::USER_AGENT)
                         .send()
                 })
                 .await;
@@ -64,7 +81,7 @@ macro_rules! global_crud {
         }
 
         #[doc = concat!("`compute.", $api, ".list`, every page.")]
-        pub async fn $list(&self) -> Result<Vec<model::$model>> {
+        pub async fn $list(&self $(, $project: &str)?) -> Result<Vec<model::$model>> {
             let mut items = Vec::new();
             let mut token = String::new();
             loop {
@@ -73,8 +90,9 @@ macro_rules! global_crud {
                         self.clients
                             .$client
                             .list()
-                            .set_project(&self.project)
+                            .set_project(project_of!(self $($project)?))
                             .set_page_token(token.clone())
+                            .with_user_agent(crate::USER_AGENT)
                             .send()
                     })
                     .await?;
@@ -88,19 +106,21 @@ macro_rules! global_crud {
     };
 }
 
-/// A mutation on one named global resource with a request body (update, setUrlMap, ...).
+/// A mutation on one named global resource with a request body (update, setUrlMap, ...);
+/// `project: project` as in [`global_crud`].
 macro_rules! global_verb {
     ($fn_name:ident, client: $client:ident, verb: $verb:ident, api: $api:literal,
-     setter: $setter:ident, body: $body:ty) => {
+     setter: $setter:ident, body: $body:ty $(, project: $project:ident)?) => {
         #[doc = concat!("`compute.", $api, "`, waiting for the Operation.")]
-        pub async fn $fn_name(&self, name: &str, body: &$body) -> Result<()> {
+        pub async fn $fn_name(&self, $($project: &str,)? name: &str, body: &$body) -> Result<()> {
             self.mutate(concat!("compute.", $api), name, None, || {
                 self.clients
                     .$client
                     .$verb()
-                    .set_project(&self.project)
+                    .set_project(project_of!(self $($project)?))
                     .$setter(name)
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             })
             .await
@@ -131,10 +151,13 @@ impl Compute {
     global_verb!(update_health_check, client: health_checks, verb: update,
         api: "healthChecks.update", setter: set_health_check, body: model::HealthCheck);
 
+    // The cluster's network and its firewall rules belong to the network project (the Shared
+    // VPC host's on a Shared VPC cluster), so these take the project.
     global_crud!(client: firewalls, model: Firewall, api: "firewalls", setter: set_firewall,
-        get: get_firewall, insert: insert_firewall, delete: delete_firewall, list: list_firewalls);
+        get: get_firewall, insert: insert_firewall, delete: delete_firewall, list: list_firewalls,
+        project: project);
     global_verb!(update_firewall, client: firewalls, verb: update, api: "firewalls.update",
-        setter: set_firewall, body: model::Firewall);
+        setter: set_firewall, body: model::Firewall, project: project);
 
     global_crud!(client: global_forwarding_rules, model: ForwardingRule,
         api: "globalForwardingRules", setter: set_forwarding_rule,
@@ -190,6 +213,7 @@ impl Compute {
                 .set_project(&self.project)
                 .set_backend_service(name)
                 .set_body(body.clone())
+                .with_user_agent(crate::USER_AGENT)
                 .send()
         })
         .await
@@ -209,6 +233,7 @@ impl Compute {
                     .set_project(&self.project)
                     .set_zone(zone)
                     .set_network_endpoint_group(name)
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             })
             .await;
@@ -237,6 +262,7 @@ impl Compute {
                     .set_project(&self.project)
                     .set_zone(zone)
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             },
         )
@@ -258,6 +284,7 @@ impl Compute {
                         .set_project(&self.project)
                         .set_zone(zone)
                         .set_network_endpoint_group(name)
+                        .with_user_agent(crate::USER_AGENT)
                         .send()
                 },
             )
@@ -285,6 +312,7 @@ impl Compute {
                         .set_project(&self.project)
                         .set_zone(zone)
                         .set_page_token(token.clone())
+                        .with_user_agent(crate::USER_AGENT)
                         .send()
                 })
                 .await?;
@@ -292,6 +320,45 @@ impl Compute {
             match page.next_page_token {
                 Some(t) if !t.is_empty() => token = t,
                 _ => return Ok(items),
+            }
+        }
+    }
+
+    /// `compute.networkEndpointGroups.aggregatedList`, every page: the NEGs of every zone as
+    /// `(zone, NEG)`, so garbage collection finds NEGs in zones the cluster has left.
+    pub async fn aggregated_list_network_endpoint_groups(
+        &self,
+    ) -> Result<Vec<(String, model::NetworkEndpointGroup)>> {
+        let mut items = Vec::new();
+        let mut token = String::new();
+        loop {
+            let page = self
+                .read("compute.networkEndpointGroups.aggregatedList", "", || {
+                    self.clients
+                        .network_endpoint_groups
+                        .aggregated_list()
+                        .set_project(&self.project)
+                        .set_page_token(token.clone())
+                        .with_user_agent(crate::USER_AGENT)
+                        .send()
+                })
+                .await?;
+            for (scope, list) in page.items {
+                let Some(zone) = scope.strip_prefix("zones/") else {
+                    continue;
+                };
+                items.extend(
+                    list.network_endpoint_groups
+                        .into_iter()
+                        .map(|neg| (zone.to_owned(), neg)),
+                );
+            }
+            match page.next_page_token {
+                Some(t) if !t.is_empty() => token = t,
+                _ => {
+                    items.sort_by(|a, b| (&a.0, &a.1.name).cmp(&(&b.0, &b.1.name)));
+                    return Ok(items);
+                }
             }
         }
     }
@@ -324,6 +391,7 @@ impl Compute {
                                         model::network_endpoint_groups_list_endpoints_request::HealthStatus::Show,
                                     ),
                             )
+                            .with_user_agent(crate::USER_AGENT)
                             .send()
                     },
                 )
@@ -357,6 +425,7 @@ impl Compute {
                     .set_zone(zone)
                     .set_network_endpoint_group(name)
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             },
         )
@@ -385,6 +454,7 @@ impl Compute {
                     .set_zone(zone)
                     .set_network_endpoint_group(name)
                     .set_body(body.clone())
+                    .with_user_agent(crate::USER_AGENT)
                     .send()
             },
         )

@@ -16,6 +16,7 @@ pub(crate) async fn compute_for(server: &MockServer) -> Compute {
         min_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(5),
         max_retries: 3,
+        max_rate_limited_retries: 10,
     };
     Compute::new(config, ComputeMetrics::default())
         .await
@@ -232,7 +233,7 @@ async fn list_follows_page_tokens() {
         .await;
     let compute = compute_for(&server).await;
     let names: Vec<_> = compute
-        .list_firewalls()
+        .list_firewalls("p1")
         .await
         .unwrap()
         .into_iter()
@@ -297,4 +298,124 @@ async fn global_addresses_insert_and_delete() {
     compute.insert_global_address(&body).await.unwrap();
     assert!(compute.delete_global_address("a1").await.unwrap());
     assert!(!compute.delete_global_address("gone").await.unwrap());
+}
+
+/// A call refused for the rate quota (429, or Compute's 403 naming the quota) is sent again in
+/// the write pacer's turn, beyond the 5xx retry limit (3 here), and the pacer slows down; reads
+/// keep their own pace.
+#[tokio::test]
+async fn rate_limited_writes_are_paced_and_retried_past_the_error_retry_limit() {
+    let server = MockServer::start().await;
+    let quota = "Quota exceeded for quota metric 'Write requests' and limit 'Write requests per minute' of service 'compute.googleapis.com'";
+    for code in [429u16, 403] {
+        Mock::given(method("POST"))
+            .and(path("/compute/v1/projects/p1/global/healthChecks"))
+            .respond_with(ResponseTemplate::new(code).set_body_json(json!({"error": {
+                "code": code, "message": quota, "status": if code == 429 { "RESOURCE_EXHAUSTED" } else { "PERMISSION_DENIED" },
+                "errors": [{"domain": "usageLimits", "reason": "rateLimitExceeded", "message": quota}]}})))
+            .up_to_n_times(3)
+            .with_priority(u8::try_from(code / 100).unwrap())
+            .expect(3)
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("POST"))
+        .and(path("/compute/v1/projects/p1/global/healthChecks"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-q")))
+        .with_priority(9)
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    assert_eq!(compute.writes.rate(), None, "unpaced before any refusal");
+    let hc = model::HealthCheck::new().set_name("hc1");
+    compute
+        .insert_health_check(&hc)
+        .await
+        .expect("six refusals, then sent in its turn");
+    assert!(compute.writes.rate().is_some(), "the writes are paced now");
+    assert_eq!(compute.reads.rate(), None, "reads are not");
+    assert_eq!(
+        compute
+            .metrics()
+            .count("compute.healthChecks.insert", "rateLimitExceeded"),
+        6
+    );
+}
+
+/// Every request names the operator (`User-Agent: gclb-operator/<version>`) so cloud admins can
+/// attribute calls in Cloud Audit Logs: one call of every shape (global get, insert with an
+/// Operation wait, update, delete, paged list, getHealth; zonal get, insert, delete, list,
+/// listNetworkEndpoints, attach, detach). Fails when any request site lacks the header.
+#[tokio::test]
+async fn every_request_carries_the_operator_user_agent() {
+    let server = MockServer::start().await;
+    // The insert's Operation is still running: its wait is a request of its own.
+    Mock::given(method("POST"))
+        .and(path("/compute/v1/projects/p1/global/urlMaps"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({"kind": "compute#operation", "name": "op-ua", "status": "RUNNING"}),
+        ))
+        .mount(&server)
+        .await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-ua")))
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let um = model::UrlMap::new().set_name("um1");
+    let neg = model::NetworkEndpointGroup::new().set_name("neg1");
+    let ep = vec![model::NetworkEndpoint::new()
+        .set_ip_address("127.64.0.1")
+        .set_port(80)];
+    compute.get_url_map("um1").await.unwrap();
+    compute.insert_url_map(&um).await.unwrap();
+    compute.update_url_map("um1", &um).await.unwrap();
+    compute.delete_url_map("um1").await.unwrap();
+    compute.list_url_maps().await.unwrap();
+    compute
+        .get_backend_service_health("bs1", "zones/z1/networkEndpointGroups/neg1")
+        .await
+        .unwrap();
+    compute
+        .get_network_endpoint_group("z1", "neg1")
+        .await
+        .unwrap();
+    compute
+        .insert_network_endpoint_group("z1", &neg)
+        .await
+        .unwrap();
+    compute
+        .delete_network_endpoint_group("z1", "neg1")
+        .await
+        .unwrap();
+    compute.list_network_endpoint_groups("z1").await.unwrap();
+    compute.list_network_endpoints("z1", "neg1").await.unwrap();
+    compute
+        .attach_network_endpoints("z1", "neg1", ep.clone())
+        .await
+        .unwrap();
+    compute
+        .detach_network_endpoints("z1", "neg1", ep)
+        .await
+        .unwrap();
+    let requests = server.received_requests().await.unwrap();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.url.path().ends_with("/operations/op-ua/wait")),
+        "the Operation wait was not exercised"
+    );
+    assert_eq!(requests.len(), 14, "one request per call plus one wait");
+    for r in &requests {
+        let agent = r.headers.get("user-agent").and_then(|v| v.to_str().ok());
+        assert_eq!(
+            agent,
+            Some(crate::USER_AGENT),
+            "{} {} without the operator's User-Agent",
+            r.method,
+            r.url
+        );
+    }
+    assert!(crate::USER_AGENT.starts_with("gclb-operator/0."));
 }

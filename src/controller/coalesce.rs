@@ -58,6 +58,30 @@ impl Coalesced {
     }
 }
 
+/// Takes `lock` for writing without making new readers queue behind this writer for up to
+/// `patience`: a background job (garbage collection) that needs every reconcile out of the
+/// way. tokio's `RwLock` is fair, so a plain `write()` waits for the reconciles in flight AND
+/// stops every reconcile that starts meanwhile; on the real API a reconcile in flight can take
+/// seconds (its last Operation), and an Ingress created then would wait for it (issue 26).
+/// Here the job tries every `poll` while readers come and go, and queues like any writer only
+/// after `patience`, so it cannot be starved for ever.
+pub async fn write_when_idle<'a, T>(
+    lock: &'a tokio::sync::RwLock<T>,
+    patience: Duration,
+    poll: Duration,
+) -> tokio::sync::RwLockWriteGuard<'a, T> {
+    let deadline = Instant::now() + patience;
+    loop {
+        if let Ok(guard) = lock.try_write() {
+            return guard;
+        }
+        if Instant::now() >= deadline {
+            return lock.write().await;
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! Callers are ordered by explicit signals (the job's own start, and the request counter
@@ -206,5 +230,53 @@ mod tests {
         ran.sort();
         assert_eq!(ran, vec![false, true], "one ran, the other was covered");
         assert_eq!(runs.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_waiting_gc_does_not_hold_up_new_readers() {
+        let lock = Arc::new(tokio::sync::RwLock::new(()));
+        let in_flight = lock.clone().read_owned().await;
+        let gc = {
+            let lock = lock.clone();
+            tokio::spawn(async move {
+                let _w =
+                    write_when_idle(&lock, Duration::from_secs(60), Duration::from_millis(5)).await;
+            })
+        };
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        // A reconcile that starts while the GC waits gets its read lock at once.
+        assert!(
+            lock.try_read().is_ok(),
+            "a new reader queued behind the waiting GC"
+        );
+        drop(in_flight);
+        tokio::time::timeout(Duration::from_secs(10), gc)
+            .await
+            .expect("the GC takes the lock once the readers are gone")
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_gc_out_of_patience_queues_like_any_writer() {
+        let lock = Arc::new(tokio::sync::RwLock::new(()));
+        let in_flight = lock.clone().read_owned().await;
+        let gc = {
+            let lock = lock.clone();
+            tokio::spawn(async move {
+                let _w = write_when_idle(&lock, Duration::ZERO, Duration::from_millis(5)).await;
+            })
+        };
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        // Past its patience the GC is queued: new readers wait behind it.
+        assert!(lock.try_read().is_err(), "the GC never queued");
+        drop(in_flight);
+        tokio::time::timeout(Duration::from_secs(10), gc)
+            .await
+            .expect("the GC takes the lock once the readers are gone")
+            .unwrap();
     }
 }

@@ -3,29 +3,39 @@
 //! A Pod belongs to the NEGs of every Service port that an Ingress this operator owns routes to
 //! (a rule backend, `spec.defaultBackend`, or the cluster default backend when the Ingress has
 //! none), when the Service's selector matches the Pod's labels. NEG names come from
-//! [`crate::translate::namer::backend`]; each NEG exists once per configured zone.
+//! [`crate::translate::namer::backend`]; each NEG exists once per NEG zone (the `--zone`
+//! override, else the zones of the cluster's Nodes: `translate::endpoints::neg_zones`).
 //!
-//! The same answer drives the webhook: a Pod gets the gate iff this list is not empty.
+//! The same backends drive the webhook: a Pod gets the gate iff it is behind one
+//! ([`NegLookup::gates_pod`]), whatever the zones (the webhook needs no Node cache).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 
 use futures::future::BoxFuture;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::networking::v1::{Ingress, IngressServiceBackend};
+use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client};
 
 use super::neg::NegRef;
-use crate::translate::{namer, owns_ingress, ClusterSnapshot, TranslateConfig};
+use crate::translate::endpoints::{neg_zones, node_zone};
+use crate::translate::{owns_ingress, ClusterSnapshot, TranslateConfig};
 
 /// Answers "which readiness-gated NEGs is a Pod with these labels in?".
 pub trait NegLookup: Send + Sync {
     /// NEGs (one per zone) of Ingress-backed Service ports whose selector matches `labels` in
     /// `namespace`; sorted and without duplicates. Empty: the Pod is behind no owned Ingress.
     fn negs_for_pod(&self, namespace: &str, labels: &BTreeMap<String, String>) -> Vec<NegRef>;
+
+    /// Whether a Pod with these labels in `namespace` is behind an Ingress-backed Service port
+    /// (the webhook adds the gate), whatever zones its NEGs are in.
+    fn gates_pod(&self, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
+        !self.negs_for_pod(namespace, labels).is_empty()
+    }
 
     /// Resolves when the answer reflects the cluster (the stores have listed once). Before
     /// that an empty answer means "not known yet", not rule 3.
@@ -37,8 +47,8 @@ pub trait NegLookup: Send + Sync {
 /// PURE: the NEGs a Pod belongs to, given the owned-Ingress inputs.
 ///
 /// `ingresses` are all Ingresses (ownership is checked with `owns_ingress` against
-/// `classes.ingress_classes`); `service` finds a Service by namespace and name (an owned
-/// `Service` or an `Arc<Service>` from a store).
+/// `classes.ingress_classes`; the NEG zones come from `classes.node_zones`); `service` finds a
+/// Service by namespace and name (an owned `Service` or an `Arc<Service>` from a store).
 pub fn negs_for_pod<'a, S: std::borrow::Borrow<Service>>(
     ingresses: impl IntoIterator<Item = &'a Ingress>,
     service: impl Fn(&str, &str) -> Option<S>,
@@ -47,6 +57,26 @@ pub fn negs_for_pod<'a, S: std::borrow::Borrow<Service>>(
     namespace: &str,
     labels: &BTreeMap<String, String>,
 ) -> Vec<NegRef> {
+    let zones = neg_zones(classes, config, []);
+    let mut negs = BTreeSet::new();
+    for name in gated_backends(ingresses, service, classes, config, namespace, labels) {
+        for zone in &zones {
+            negs.insert(NegRef::new(zone.clone(), name.clone()));
+        }
+    }
+    negs.into_iter().collect()
+}
+
+/// PURE: the backend (= NEG) names of the Ingress-backed Service ports whose selector matches
+/// a Pod with `labels` in `namespace` (see [`negs_for_pod`]).
+pub fn gated_backends<'a, S: std::borrow::Borrow<Service>>(
+    ingresses: impl IntoIterator<Item = &'a Ingress>,
+    service: impl Fn(&str, &str) -> Option<S>,
+    classes: &ClusterSnapshot,
+    config: &TranslateConfig,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+) -> BTreeSet<String> {
     let mut backends: BTreeSet<(String, String, PortRef)> = BTreeSet::new();
     for ingress in ingresses {
         if !owns_ingress(classes, ingress, config) {
@@ -82,7 +112,7 @@ pub fn negs_for_pod<'a, S: std::borrow::Borrow<Service>>(
             }
         }
     }
-    let mut negs = BTreeSet::new();
+    let mut names = BTreeSet::new();
     for (ns, name, port) in backends {
         if ns != namespace {
             continue;
@@ -111,12 +141,9 @@ pub fn negs_for_pod<'a, S: std::borrow::Borrow<Service>>(
         let Some(number) = number else {
             continue;
         };
-        let neg = namer::backend(&config.cluster_uid, &ns, &name, number);
-        for zone in &config.zones {
-            negs.insert(NegRef::new(zone.clone(), neg.clone()));
-        }
+        names.insert(config.backend_name(&ns, &name, number));
     }
-    negs.into_iter().collect()
+    names
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -139,12 +166,17 @@ impl PortRef {
     }
 }
 
-/// [`NegLookup`] over kube-runtime reflector stores of Ingresses, Services and IngressClasses.
+/// Node metadata (name and labels: the zone), as the operator caches Nodes.
+pub type NodeMeta = PartialObjectMeta<Node>;
+
+/// [`NegLookup`] over kube-runtime reflector stores of Ingresses, Services and IngressClasses
+/// (and Nodes for the NEG zones, when given: [`StoreLookup::with_nodes`]).
 #[derive(Clone)]
 pub struct StoreLookup {
     ingresses: Store<Ingress>,
     services: Store<Service>,
     classes: Store<k8s_openapi::api::networking::v1::IngressClass>,
+    nodes: Option<Store<NodeMeta>>,
     config: TranslateConfig,
 }
 
@@ -160,8 +192,32 @@ impl StoreLookup {
             ingresses,
             services,
             classes,
+            nodes: None,
             config,
         }
+    }
+
+    /// Reads the NEG zones from this Node store (unless the config pins them with `--zone`).
+    /// Without it, and without `--zone`, [`NegLookup::negs_for_pod`] knows no zone (the
+    /// webhook's [`NegLookup::gates_pod`] does not need one).
+    pub fn with_nodes(mut self, nodes: Store<NodeMeta>) -> Self {
+        self.nodes = Some(nodes);
+        self
+    }
+
+    /// Ingress classes and Node zones, as [`negs_for_pod`] reads them.
+    fn classes_and_zones(&self) -> ClusterSnapshot {
+        let mut snapshot = ClusterSnapshot::default();
+        for class in self.classes.state() {
+            snapshot.insert_shared(class);
+        }
+        for node in self.nodes.iter().flat_map(Store::state) {
+            let labels = node.metadata.labels.clone().unwrap_or_default();
+            if let (Some(name), Some(zone)) = (&node.metadata.name, node_zone(&labels)) {
+                snapshot.node_zones.insert(name.clone(), zone.to_owned());
+            }
+        }
+        snapshot
     }
 
     /// A lookup with its own watches (all namespaces). The returned future runs the three
@@ -208,19 +264,28 @@ fn log_watch_error(kind: &'static str, err: Option<watcher::Error>) {
 
 impl NegLookup for StoreLookup {
     fn negs_for_pod(&self, namespace: &str, labels: &BTreeMap<String, String>) -> Vec<NegRef> {
-        let mut classes = ClusterSnapshot::default();
-        for class in self.classes.state() {
-            classes.insert((*class).clone());
-        }
         let ingresses = self.ingresses.state();
         negs_for_pod(
             ingresses.iter().map(|i| i.as_ref()),
             |ns, name| self.services.get(&ObjectRef::new(name).within(ns)),
-            &classes,
+            &self.classes_and_zones(),
             &self.config,
             namespace,
             labels,
         )
+    }
+
+    fn gates_pod(&self, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
+        let ingresses = self.ingresses.state();
+        !gated_backends(
+            ingresses.iter().map(|i| i.as_ref()),
+            |ns, name| self.services.get(&ObjectRef::new(name).within(ns)),
+            &self.classes_and_zones(),
+            &self.config,
+            namespace,
+            labels,
+        )
+        .is_empty()
     }
 
     fn wait_synced(&self) -> BoxFuture<'_, ()> {

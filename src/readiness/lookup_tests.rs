@@ -113,7 +113,7 @@ fn world() -> World {
 }
 
 fn expected(ns: &str, svc: &str, port: i32) -> Vec<NegRef> {
-    let name = namer::backend(&config().cluster_uid, ns, svc, port);
+    let name = namer::backend(namer::Scheme::Gke, &config().cluster_uid, ns, svc, port);
     vec![
         NegRef::new("us-central1-a", name.clone()),
         NegRef::new("us-central1-b", name),

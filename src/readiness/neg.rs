@@ -15,6 +15,7 @@ use futures::future::BoxFuture;
 use google_cloud_compute_v1::client as gc;
 use google_cloud_compute_v1::model;
 use google_cloud_compute_v1::model::network_endpoint_groups_list_endpoints_request::HealthStatus;
+use google_cloud_gax::options::RequestOptionsBuilder as _;
 use google_cloud_gax::retry_policy::NeverRetry;
 
 /// The health state that opens the gate (Compute API `HealthStatusForNetworkEndpoint.healthState`).
@@ -179,6 +180,7 @@ impl ComputeNegHealth {
                 .set_network_endpoint_group(&neg.name)
                 .set_page_token(token.clone())
                 .set_body(body)
+                .with_user_agent(crate::USER_AGENT)
                 .send()
                 .await;
             let page = match page {
@@ -204,6 +206,7 @@ impl ComputeNegHealth {
                 .list()
                 .set_project(&self.project)
                 .set_page_token(token.clone())
+                .with_user_agent(crate::USER_AGENT)
                 .send()
                 .await
                 .map_err(|e| api_error(METHOD, &self.project, e))?;

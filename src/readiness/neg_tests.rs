@@ -180,4 +180,31 @@ mod over_http {
         assert_eq!(users[&a], vec!["bs-a".to_owned()]);
         assert!(users[&b].is_empty());
     }
+
+    /// Both calls of the readiness poller name the operator in `User-Agent`.
+    #[tokio::test]
+    async fn readiness_polls_carry_the_operator_user_agent() {
+        let server = MockServer::start().await;
+        Mock::given(wiremock::matchers::any())
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": []})))
+            .mount(&server)
+            .await;
+        let health = ComputeNegHealth::connect("p1", Some(&server.uri()))
+            .await
+            .unwrap();
+        let neg = NegRef::new("us-central1-a", "neg-a");
+        health.list_network_endpoints(&neg).await.unwrap();
+        health.backend_services_using(&[neg]).await.unwrap();
+        let requests = server.received_requests().await.unwrap();
+        assert_eq!(requests.len(), 2);
+        for r in &requests {
+            assert_eq!(
+                r.headers.get("user-agent").and_then(|v| v.to_str().ok()),
+                Some(crate::USER_AGENT),
+                "{} {}",
+                r.method,
+                r.url
+            );
+        }
+    }
 }

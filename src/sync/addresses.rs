@@ -47,7 +47,11 @@ pub async fn ensure_managed(
             .set_address(ip)
             .set_description(DESCRIPTION);
         match compute.insert_global_address(&promote).await {
-            Ok(()) => record(changes, KIND, name, Action::Created),
+            Ok(()) => {
+                compute.record(name, Some(promote.clone()));
+                record(changes, KIND, name, Action::Created);
+                return Ok(ip.to_string());
+            }
             // Another worker won the race; or the IP is reserved elsewhere (see below).
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
             Err(e) if matches!(e.kind(), ErrorKind::Invalid | ErrorKind::ResourceInUse) => {
@@ -56,7 +60,7 @@ pub async fn ensure_managed(
             }
             Err(e) => return Err(SyncError::compute(KIND, name, e)),
         }
-        if let Some(ip) = get_ip(compute, name).await? {
+        if let Some(ip) = refetch_ip(compute, name).await? {
             return Ok(ip);
         }
     }
@@ -68,23 +72,40 @@ pub async fn ensure_managed(
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
         Err(e) => return Err(SyncError::compute(KIND, name, e)),
     }
-    get_ip(compute, name)
+    // The API chose the IP: the one read back after a write.
+    refetch_ip(compute, name)
         .await?
         .ok_or_else(|| SyncError::NoAddress {
             name: name.to_string(),
         })
 }
 
-/// The address's IP, `None` when it does not exist.
+/// The address's IP as the state cache knows it, `None` when it does not exist.
 pub async fn get_ip(compute: &Compute, name: &str) -> Result<Option<String>, SyncError> {
     Ok(compute
-        .get_global_address(name)
+        .observed::<model::Address>(name)
         .await
         .map_err(|e| SyncError::compute(KIND, name, e))?
-        .and_then(|a| a.address))
+        .and_then(|a| a.address.clone()))
 }
 
-/// Deletes the address; gone already is fine.
+/// The address's IP read from the API (and recorded), `None` when it does not exist.
+async fn refetch_ip(compute: &Compute, name: &str) -> Result<Option<String>, SyncError> {
+    Ok(compute
+        .refetch::<model::Address>(name)
+        .await
+        .map_err(|e| SyncError::compute(KIND, name, e))?
+        .and_then(|a| a.address.clone()))
+}
+
+/// Deletes the address when it is known to exist; gone already is fine.
 pub async fn delete(compute: &Compute, name: &str, changes: &mut Changes) -> Result<(), SyncError> {
-    super::remove(KIND, name, || compute.delete_global_address(name), changes).await
+    super::remove_observed::<model::Address, _, _>(
+        compute,
+        KIND,
+        name,
+        || compute.delete_global_address(name),
+        changes,
+    )
+    .await
 }

@@ -3,8 +3,6 @@
 
 use google_cloud_compute_v1::model;
 
-use std::sync::Mutex;
-
 use super::{record, Action, Changes, Managed, SyncError};
 use crate::compute::reference::normalize;
 use crate::compute::Compute;
@@ -18,12 +16,23 @@ impl Managed for model::BackendService {
     fn resource_name(&self) -> &str {
         self.name.as_deref().unwrap_or_default()
     }
+    /// The fingerprint, and the observed security policy too: an update (PUT) must not drop a
+    /// policy behind `setSecurityPolicy`'s back.
     fn take_fingerprint(&mut self, observed: &Self) {
         self.fingerprint = observed.fingerprint.clone();
+        self.security_policy = observed.security_policy.clone();
+    }
+    const FINGERPRINTED: bool = true;
+    fn has_fingerprint(&self) -> bool {
+        self.fingerprint.as_ref().is_some_and(|f| !f.is_empty())
+    }
+    fn clear_fingerprint(&mut self) {
+        self.fingerprint = None;
     }
 }
 
-/// Inserts the backend service or updates it (PUT with fingerprint) when it differs.
+/// Inserts the backend service or updates it (PUT with fingerprint) when it differs (observed
+/// from the state cache; see [`super::ensure_observed`]).
 ///
 /// `securityPolicy` is managed apart, as GKE does, through `setSecurityPolicy`: `None` means
 /// no policy (an attached one is removed), a name attaches that policy. An update carries the
@@ -37,68 +46,76 @@ pub async fn ensure(
     let project = compute.project();
     let mut body = desired.clone();
     body.security_policy = None;
-    // Some(policy) once the service was seen existing (policy as observed).
-    let seen: Mutex<Option<Option<String>>> = Mutex::new(None);
-    let remember = |bs: &model::BackendService| {
-        *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(bs.security_policy.clone());
-    };
-    let observed_policy = || {
-        seen.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .flatten()
-    };
-    super::ensure(
-        project,
+    super::ensure_observed(
+        compute,
         &body,
-        || async {
-            let found = compute.get_backend_service(name).await;
-            if let Ok(Some(bs)) = &found {
-                remember(bs);
-            }
-            found
-        },
-        |mut body| {
+        |mut body| async move {
             body.security_policy = desired.security_policy.clone();
-            async move { compute.insert_backend_service(&body).await }
+            compute.insert_backend_service(&body).await.map(|()| body)
         },
-        |mut body| {
-            body.security_policy = observed_policy();
-            async move { compute.update_backend_service(name, &body).await }
+        |body| async move {
+            compute
+                .update_backend_service(name, &body)
+                .await
+                .map(|()| body)
         },
         changes,
     )
     .await?;
-    let existed = seen.lock().unwrap_or_else(|p| p.into_inner()).is_some();
-    let have = observed_policy().map(|p| normalize(project, &p));
+    let err = |e| SyncError::compute(KIND, name, e);
+    let Some(observed) = compute
+        .observed::<model::BackendService>(name)
+        .await
+        .map_err(err)?
+    else {
+        return Ok(());
+    };
+    let have = observed
+        .security_policy
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .map(|p| normalize(project, p));
     let want = desired
         .security_policy
         .as_deref()
         .filter(|p| !p.is_empty())
         .map(|p| normalize(project, p));
-    if existed && have != want {
+    if have != want {
         let mut reference = model::SecurityPolicyReference::new();
-        reference.security_policy = want;
+        reference.security_policy = want.clone();
         compute
             .set_backend_service_security_policy(name, &reference)
             .await
-            .map_err(|e| SyncError::compute(KIND, name, e))?;
+            .map_err(err)?;
+        let mut now = (*observed).clone();
+        now.security_policy = want;
+        now.clear_fingerprint();
+        compute.record(name, Some(now));
         record(changes, KIND, name, Action::Updated);
     }
     Ok(())
 }
 
-/// Deletes the backend service; gone already is fine. A `resourceInUseByAnotherResource`
-/// error is returned for the caller to skip (another URL map still uses it).
+/// Deletes the backend service when it is known to exist; gone already is fine. A
+/// `resourceInUseByAnotherResource` error is returned for the caller to skip (another URL map
+/// still uses it).
 pub async fn delete(compute: &Compute, name: &str, changes: &mut Changes) -> Result<(), SyncError> {
-    super::remove(KIND, name, || compute.delete_backend_service(name), changes).await
+    super::remove_observed::<model::BackendService, _, _>(
+        compute,
+        KIND,
+        name,
+        || compute.delete_backend_service(name),
+        changes,
+    )
+    .await
 }
 
 /// Health of a backend service for the `ingress.kubernetes.io/backends` annotation: the first
 /// `HEALTHY` seen across its backend groups, else the last state seen, else `Unknown` (no
 /// backends, or an error) — inventory §1, ingress-gce `pkg/backends/backends.go` Health.
+/// The backend service comes from the state cache; only `getHealth` is read, per group.
 pub async fn health(compute: &Compute, name: &str) -> String {
-    let Ok(Some(bs)) = compute.get_backend_service(name).await else {
+    let Ok(Some(bs)) = compute.observed::<model::BackendService>(name).await else {
         return "Unknown".to_string();
     };
     let mut last = None;

@@ -155,4 +155,69 @@ mod tests {
             Some("healthyThreshold")
         );
     }
+
+    /// A field the server leaves out equals a desired zero of each JSON type, and only a zero:
+    /// a desired `2`, `true`, `"a"`, `[1]` or `{"a": 1}` the server does not have is a
+    /// difference (else a resync would never restore it).
+    #[test]
+    fn an_omitted_field_equals_only_a_desired_zero() {
+        let observed = serde_json::json!({ "name": "x" });
+        for zero in [
+            serde_json::json!(0),
+            serde_json::json!(false),
+            serde_json::json!(""),
+            serde_json::json!([]),
+            serde_json::json!({ "a": 0 }),
+        ] {
+            let desired = serde_json::json!({ "name": "x", "f": zero });
+            assert_eq!(
+                first_difference("p", &desired, &observed, &[]),
+                None,
+                "{desired}"
+            );
+        }
+        for set in [
+            serde_json::json!(2),
+            serde_json::json!(true),
+            serde_json::json!("a"),
+            serde_json::json!([1]),
+            serde_json::json!({ "a": 1 }),
+        ] {
+            let desired = serde_json::json!({ "name": "x", "f": set });
+            assert_eq!(
+                first_difference("p", &desired, &observed, &[]).as_deref(),
+                Some("f"),
+                "{desired}"
+            );
+        }
+    }
+
+    /// A changed number, boolean, string, list length or list element is found, at its path.
+    #[test]
+    fn a_changed_value_of_each_type_is_found_at_its_path() {
+        let desired = serde_json::json!({
+            "n": 1, "b": true, "s": "a", "l": [{ "k": 1 }, { "k": 2 }]
+        });
+        assert_eq!(first_difference("p", &desired, &desired.clone(), &[]), None);
+        for (field, value, path) in [
+            ("n", serde_json::json!(2), "n"),
+            ("b", serde_json::json!(false), "b"),
+            ("s", serde_json::json!("b"), "s"),
+            ("l", serde_json::json!([{ "k": 1 }]), "l"),
+            (
+                "l",
+                serde_json::json!([{ "k": 1 }, { "k": 2 }, { "k": 3 }]),
+                "l",
+            ),
+            ("l", serde_json::json!([{ "k": 1 }, { "k": 3 }]), "l[1].k"),
+        ] {
+            let mut observed = desired.clone();
+            observed[field] = value;
+            assert_eq!(
+                first_difference("p", &desired, &observed, &[]).as_deref(),
+                Some(path),
+                "{observed}"
+            );
+        }
+    }
 }

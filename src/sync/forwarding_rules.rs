@@ -36,7 +36,8 @@ fn must_recreate(desired: &model::ForwardingRule, observed: &model::ForwardingRu
     ip_changed || port_changed || protocol_changed || scheme_changed
 }
 
-/// Makes the rule match; returns its IP address (what `status.loadBalancer` shows).
+/// Makes the rule match (observed from the state cache, which `ingress::sync_frontend` has just
+/// checked against the API); returns its IP address (what `status.loadBalancer` shows).
 pub async fn ensure(
     compute: &Compute,
     desired: &model::ForwardingRule,
@@ -45,31 +46,51 @@ pub async fn ensure(
     let project = compute.project();
     let name = desired.name.as_deref().unwrap_or_default();
     let err = |e| SyncError::compute(KIND, name, e);
+    let mut observed = compute
+        .observed::<model::ForwardingRule>(name)
+        .await
+        .map_err(err)?;
     for _ in 0..MAX_CONFLICT_RETRIES {
-        let Some(observed) = compute.get_forwarding_rule(name).await.map_err(err)? else {
+        let Some(found) = observed.take() else {
             match compute.insert_forwarding_rule(desired).await {
-                Ok(()) => record(changes, KIND, name, Action::Created),
+                Ok(()) => {
+                    compute.record(name, Some(desired.clone()));
+                    record(changes, KIND, name, Action::Created);
+                    // Without a desired IP the API picks one: read it (the only read back).
+                    if desired
+                        .ip_address
+                        .as_deref()
+                        .is_some_and(|ip| !ip.is_empty())
+                    {
+                        return Ok(desired.ip_address.clone());
+                    }
+                }
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(err(e)),
             }
+            observed = compute.refetch(name).await.map_err(err)?;
             continue;
         };
-        if must_recreate(desired, &observed) {
+        if must_recreate(desired, &found) {
             tracing::info!(name, "forwarding rule IP or port changed; recreating");
             super::remove(KIND, name, || compute.delete_forwarding_rule(name), changes).await?;
+            compute.record::<model::ForwardingRule>(name, None);
             continue;
         }
         let want = normalize(project, desired.target.as_deref().unwrap_or_default());
-        let have = normalize(project, observed.target.as_deref().unwrap_or_default());
+        let have = normalize(project, found.target.as_deref().unwrap_or_default());
         if want != have {
-            let body = model::TargetReference::new().set_target(want);
+            let body = model::TargetReference::new().set_target(want.clone());
             compute
                 .set_forwarding_rule_target(name, &body)
                 .await
                 .map_err(err)?;
+            let mut now = (*found).clone();
+            now.target = Some(want);
+            compute.record(name, Some(now));
             record(changes, KIND, name, Action::Updated);
         }
-        return Ok(observed.ip_address);
+        return Ok(found.ip_address.clone());
     }
     Err(SyncError::Conflict {
         kind: KIND,
@@ -78,7 +99,14 @@ pub async fn ensure(
     })
 }
 
-/// Deletes the rule; gone already is fine.
+/// Deletes the rule when it is known to exist; gone already is fine.
 pub async fn delete(compute: &Compute, name: &str, changes: &mut Changes) -> Result<(), SyncError> {
-    super::remove(KIND, name, || compute.delete_forwarding_rule(name), changes).await
+    super::remove_observed::<model::ForwardingRule, _, _>(
+        compute,
+        KIND,
+        name,
+        || compute.delete_forwarding_rule(name),
+        changes,
+    )
+    .await
 }

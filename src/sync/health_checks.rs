@@ -20,25 +20,37 @@ impl Managed for model::HealthCheck {
     fn take_fingerprint(&mut self, _observed: &Self) {}
 }
 
-/// Inserts the health check or updates it (PUT) when a managed field differs.
+/// Inserts the health check or updates it (PUT) when a managed field differs (observed from
+/// the state cache; see [`super::ensure_observed`]).
 pub async fn ensure(
     compute: &Compute,
     desired: &model::HealthCheck,
     changes: &mut Changes,
 ) -> Result<(), SyncError> {
     let name = desired.resource_name();
-    super::ensure(
-        compute.project(),
+    super::ensure_observed(
+        compute,
         desired,
-        || compute.get_health_check(name),
-        |body| async move { compute.insert_health_check(&body).await },
-        |body| async move { compute.update_health_check(name, &body).await },
+        |body| async move { compute.insert_health_check(&body).await.map(|()| body) },
+        |body| async move {
+            compute
+                .update_health_check(name, &body)
+                .await
+                .map(|()| body)
+        },
         changes,
     )
     .await
 }
 
-/// Deletes the health check; gone already is fine.
+/// Deletes the health check when it is known to exist; gone already is fine.
 pub async fn delete(compute: &Compute, name: &str, changes: &mut Changes) -> Result<(), SyncError> {
-    super::remove(KIND, name, || compute.delete_health_check(name), changes).await
+    super::remove_observed::<model::HealthCheck, _, _>(
+        compute,
+        KIND,
+        name,
+        || compute.delete_health_check(name),
+        changes,
+    )
+    .await
 }

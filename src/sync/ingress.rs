@@ -1,58 +1,126 @@
-//! One Ingress, in dependency order: backends (health check -> NEG -> backend service ->
-//! endpoints), then the frontend (URL maps -> certificates -> target proxies -> forwarding
-//! rules), then removal of frontend parts no longer wanted (reverse order).
+//! One Ingress as a dependency graph. Each step starts as soon as what it references exists:
+//!
+//! ```text
+//! health check ─┐
+//!               ├─> backend service ─┐             (per backend, all backends at once)
+//! NEG (per zone)┤                    │
+//!               └─> NEG endpoints    │
+//!                                    ├─> URL map ─┐
+//! SSL certificates ──────────────────┼────────────┼─> target HTTPS proxy ─> HTTPS forwarding rule
+//! redirect URL map ──────────────────┘            └─> target HTTP proxy ──> HTTP forwarding rule
+//! address ───────────────────────────────────────────────────────────────┘ (both rules)
+//! ```
+//!
+//! The longest chain is health check -> backend service -> URL map -> target proxy ->
+//! forwarding rule: five writes in a row, each awaited until its Operation is DONE. Everything
+//! else runs beside it. What exists comes from the shared state cache, so a new Ingress sends no
+//! read before its first write; the one read a resync makes per rule is its forwarding rule
+//! ([`sync_frontend`]), which tells whether the frontend changed behind our back.
 //!
 //! Backends are shared between Ingresses and reconciled by several workers at once; every step
-//! is idempotent (409 and 412 refetch), and [`BackendLocks`] serialises work on one backend
-//! name so two workers do not attach the same endpoints at the same time.
+//! is idempotent (409 and 412 refetch), and [`BackendLocks`] orders the work on each shared
+//! object (one health check, backend service, NEG or NEG's endpoints) without a lock wider than
+//! that object. Parts no longer wanted are deleted users first.
 
 use std::collections::{BTreeMap, HashMap};
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 
+use futures::future::join_all;
 use google_cloud_compute_v1::model;
 
 use super::{
-    addresses, backend_services, forwarding_rules, health_checks, network_endpoint_groups,
-    ssl_certificates, target_http_proxies, target_https_proxies, url_maps, Changes, SyncError,
+    addresses, backend_services, forwarding_rules, health_checks, merge, network_endpoint_groups,
+    own_changes, ssl_certificates, target_http_proxies, target_https_proxies, url_maps, Changes,
+    SyncError,
 };
+use crate::compute::reference::normalize;
 use crate::compute::Compute;
 use crate::translate::namer::FrontendNamer;
-use crate::translate::{DesiredBackend, DesiredFrontend};
+use crate::translate::{DesiredBackend, DesiredFrontend, DesiredNeg};
 
-/// Per-backend-name async locks (no global lock: different backends sync in parallel).
+/// Per-object async locks, keyed by collection and name (no global lock: different objects
+/// sync in parallel, and two workers never write the same shared object at once).
 #[derive(Default)]
 pub struct BackendLocks {
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl BackendLocks {
-    fn get(&self, name: &str) -> Arc<tokio::sync::Mutex<()>> {
+    fn get(&self, key: String) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
-        locks.entry(name.to_string()).or_default().clone()
+        locks.entry(key).or_default().clone()
     }
 }
 
-/// Syncs every backend of one Ingress: health check, NEGs, backend service, NEG endpoints.
+fn neg_key(what: &str, neg: &DesiredNeg) -> String {
+    let name = neg.neg.name.as_deref().unwrap_or_default();
+    format!("{what}/{}/{name}", neg.zone)
+}
+
+/// Keeps a step's changes and returns its result (see [`merge`] for several).
+fn keep<T>(
+    changes: &mut Changes,
+    (c, result): (Changes, Result<T, SyncError>),
+) -> Result<T, SyncError> {
+    changes.extend(c);
+    result
+}
+
+/// Syncs every backend of one Ingress, all at once: per backend the health check and NEGs,
+/// then the backend service beside each NEG's endpoints.
 pub async fn sync_backends(
     compute: &Compute,
     locks: &BackendLocks,
     backends: &BTreeMap<String, DesiredBackend>,
     changes: &mut Changes,
 ) -> Result<(), SyncError> {
-    for (name, backend) in backends {
-        let lock = locks.get(name);
-        let _guard = lock.lock().await;
-        health_checks::ensure(compute, &backend.health_check, changes).await?;
-        for neg in &backend.negs {
-            network_endpoint_groups::ensure(compute, neg, changes).await?;
-        }
-        backend_services::ensure(compute, &backend.backend_service, changes).await?;
-        for neg in &backend.negs {
-            network_endpoint_groups::sync_endpoints(compute, neg).await?;
-        }
-    }
-    Ok(())
+    let results = join_all(backends.iter().map(|(name, backend)| {
+        own_changes!(c, {
+            sync_backend(compute, locks, name, backend, &mut c).await
+        })
+    }))
+    .await;
+    merge(changes, results).map(drop)
+}
+
+async fn sync_backend(
+    compute: &Compute,
+    locks: &BackendLocks,
+    name: &str,
+    backend: &DesiredBackend,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    // The health check and the NEGs reference nothing.
+    let hc = own_changes!(c, {
+        let lock = locks.get(format!("healthChecks/{name}"));
+        let _one = lock.lock().await;
+        health_checks::ensure(compute, &backend.health_check, &mut c).await
+    });
+    let negs = join_all(backend.negs.iter().map(|neg| {
+        own_changes!(c, {
+            let lock = locks.get(neg_key("networkEndpointGroups", neg));
+            let _one = lock.lock().await;
+            network_endpoint_groups::ensure(compute, neg, &mut c).await
+        })
+    }));
+    let (hc, negs) = futures::join!(hc, negs);
+    merge(changes, std::iter::once(hc).chain(negs))?;
+    // The backend service references both; each NEG's endpoints need only their NEG.
+    let bs = own_changes!(c, {
+        let lock = locks.get(format!("backendServices/{name}"));
+        let _one = lock.lock().await;
+        backend_services::ensure(compute, &backend.backend_service, &mut c).await
+    });
+    let endpoints = join_all(backend.negs.iter().map(|neg| {
+        Box::pin(async move {
+            let lock = locks.get(neg_key("networkEndpoints", neg));
+            let _one = lock.lock().await;
+            let result = network_endpoint_groups::sync_endpoints(compute, neg).await;
+            (Changes::new(), result.map(drop))
+        })
+    }));
+    let (bs, endpoints) = futures::join!(bs, endpoints);
+    merge(changes, std::iter::once(bs).chain(endpoints)).map(drop)
 }
 
 /// What the frontend sync found out.
@@ -66,8 +134,67 @@ pub struct FrontendStatus {
     pub managed_address: Option<String>,
 }
 
+/// Checks the frontend the state cache knows against the API: the forwarding rules (the tips of
+/// the chain: nothing under a rule can be deleted while it exists) are read; when one is gone or
+/// points elsewhere, every frontend resource of the Ingress is read again, so what was changed
+/// behind the operator's back is repaired now rather than at the next list.
+async fn verify_frontend(compute: &Compute, namer: &FrontendNamer) -> Result<(), SyncError> {
+    let project = compute.project();
+    let rules = [namer.http_forwarding_rule(), namer.https_forwarding_rule()];
+    let checks = join_all(rules.iter().map(|name| async move {
+        let err = |e| SyncError::compute(forwarding_rules::KIND, name, e);
+        let Some(known) = compute
+            .observed::<model::ForwardingRule>(name)
+            .await
+            .map_err(err)?
+        else {
+            return Ok(false);
+        };
+        let now = compute
+            .refetch::<model::ForwardingRule>(name)
+            .await
+            .map_err(err)?;
+        let target =
+            |r: &model::ForwardingRule| normalize(project, r.target.as_deref().unwrap_or_default());
+        Ok(match now {
+            None => true,
+            Some(now) => target(&now) != target(&known) || now.ip_address != known.ip_address,
+        })
+    }))
+    .await;
+    let mut surprised = false;
+    for check in checks {
+        surprised |= check?;
+    }
+    if !surprised {
+        return Ok(());
+    }
+    tracing::info!(
+        lb = namer.lb_name(),
+        "frontend changed behind our back; reading it again"
+    );
+    let err = |kind| move |e| SyncError::compute(kind, "(refetch)", e);
+    let (um, rm) = (namer.url_map(), namer.redirect_url_map());
+    let (tp, ts) = (namer.target_http_proxy(), namer.target_https_proxy());
+    let (a, b, c, d, e) = futures::join!(
+        Box::pin(compute.refetch::<model::UrlMap>(&um)),
+        Box::pin(compute.refetch::<model::UrlMap>(&rm)),
+        Box::pin(compute.refetch::<model::TargetHttpProxy>(&tp)),
+        Box::pin(compute.refetch::<model::TargetHttpsProxy>(&ts)),
+        Box::pin(compute.refetch::<model::Address>(&rules[0])),
+    );
+    a.map_err(err(url_maps::KIND))?;
+    b.map_err(err(url_maps::KIND))?;
+    c.map_err(err(target_http_proxies::KIND))?;
+    d.map_err(err(target_https_proxies::KIND))?;
+    e.map_err(err(addresses::KIND))?;
+    Ok(())
+}
+
 /// Syncs the frontend of one Ingress and removes the parts it no longer wants (an HTTP
-/// frontend after `allow-http: "false"`, an HTTPS one after TLS is removed, stale certificates).
+/// frontend after `allow-http: "false"`, an HTTPS one after TLS is removed, stale certificates):
+/// URL maps, certificates and the address at once; then the proxies; then the rules; then the
+/// removals, users first.
 ///
 /// `static_ip`: the address of the reserved global address, when the Ingress names one.
 pub async fn sync_frontend(
@@ -77,109 +204,172 @@ pub async fn sync_frontend(
     static_ip: Option<&str>,
     changes: &mut Changes,
 ) -> Result<FrontendStatus, SyncError> {
-    if let Some(um) = &frontend.url_map {
-        url_maps::ensure(compute, um, changes).await?;
-    }
-    if let Some(rm) = &frontend.redirect_url_map {
-        url_maps::ensure(compute, rm, changes).await?;
-    }
-    for cert in &frontend.ssl_certificates {
-        ssl_certificates::ensure(compute, cert, changes).await?;
-    }
-    let mut status = FrontendStatus::default();
-    if let Some(tp) = &frontend.target_http_proxy {
-        target_http_proxies::ensure(compute, tp, changes).await?;
-    }
+    verify_frontend(compute, namer).await?;
     // Every rule on one IP for the Ingress's whole life: the user's reserved address, else the
     // managed one (see [`addresses`]).
     let managed = namer.http_forwarding_rule();
     let wants_rule =
         frontend.http_forwarding_rule.is_some() || frontend.https_forwarding_rule.is_some();
-    let ip = match static_ip {
-        Some(ip) => Some(ip.to_string()),
-        None if wants_rule => Some(ensure_managed_ip(compute, namer, &managed, changes).await?),
-        None => None,
-    };
-    status.managed_address = (static_ip.is_none() && ip.is_some()).then(|| managed.clone());
+
+    // 1. What references no other frontend part.
+    let um = own_changes!(c, {
+        match &frontend.url_map {
+            Some(um) => url_maps::ensure(compute, um, &mut c).await,
+            None => Ok(()),
+        }
+    });
+    let rm = own_changes!(c, {
+        match &frontend.redirect_url_map {
+            Some(rm) => url_maps::ensure(compute, rm, &mut c).await,
+            None => Ok(()),
+        }
+    });
+    let certs =
+        join_all(frontend.ssl_certificates.iter().map(|cert| {
+            own_changes!(c, { ssl_certificates::ensure(compute, cert, &mut c).await })
+        }));
+    let ip = own_changes!(c, {
+        match static_ip {
+            Some(ip) => Ok(Some(ip.to_string())),
+            None if wants_rule => ensure_managed_ip(compute, namer, &managed, &mut c)
+                .await
+                .map(Some),
+            None => Ok(None),
+        }
+    });
+    let (um, rm, certs, ip) = futures::join!(um, rm, certs, ip);
+    let (um, rm) = (keep(changes, um), keep(changes, rm));
+    let certs = merge(changes, certs);
+    let ip = keep(changes, ip);
+    um?;
+    rm?;
+    certs?;
+    let ip = ip?;
+
+    // 2. The proxies, once their URL map and certificates exist.
+    let tp = own_changes!(c, {
+        match &frontend.target_http_proxy {
+            Some(tp) => target_http_proxies::ensure(compute, tp, &mut c).await,
+            None => Ok(()),
+        }
+    });
+    let ts = own_changes!(c, {
+        match &frontend.target_https_proxy {
+            Some(ts) => target_https_proxies::ensure(compute, ts, &mut c).await,
+            None => Ok(()),
+        }
+    });
+    let (tp, ts) = futures::join!(tp, ts);
+    merge(changes, [tp, ts])?;
+
+    // 3. The rules, once their proxy and the address exist.
     let with_ip = |fr: &model::ForwardingRule| {
         let mut fr = fr.clone();
         fr.ip_address = ip.clone();
         fr
     };
-    if let Some(fr) = &frontend.http_forwarding_rule {
-        status.ip = forwarding_rules::ensure(compute, &with_ip(fr), changes).await?;
-    }
-    if let Some(ts) = &frontend.target_https_proxy {
-        target_https_proxies::ensure(compute, ts, changes).await?;
-    }
-    if let Some(fs) = &frontend.https_forwarding_rule {
-        let ip = forwarding_rules::ensure(compute, &with_ip(fs), changes).await?;
-        status.ip = status.ip.or(ip);
-    }
-    // The user named a static address: the managed one is garbage once no rule uses it.
-    if static_ip.is_some() {
-        delete_if_present(
-            addresses::KIND,
-            || compute.get_global_address(&managed),
-            || addresses::delete(compute, &managed, changes),
-        )
-        .await?;
-    }
+    let fr = own_changes!(c, {
+        match &frontend.http_forwarding_rule {
+            Some(fr) => forwarding_rules::ensure(compute, &with_ip(fr), &mut c).await,
+            None => Ok(None),
+        }
+    });
+    let fs = own_changes!(c, {
+        match &frontend.https_forwarding_rule {
+            Some(fs) => forwarding_rules::ensure(compute, &with_ip(fs), &mut c).await,
+            None => Ok(None),
+        }
+    });
+    let (fr, fs) = futures::join!(fr, fs);
+    let ips = merge(changes, [fr, fs])?;
+    let status = FrontendStatus {
+        ip: ips.into_iter().flatten().next(),
+        managed_address: (static_ip.is_none() && ip.is_some()).then(|| managed.clone()),
+    };
 
-    // Parts no longer wanted, users first.
-    if frontend.http_forwarding_rule.is_none() {
-        let name = namer.http_forwarding_rule();
-        delete_if_present(
-            forwarding_rules::KIND,
-            || compute.get_forwarding_rule(&name),
-            || forwarding_rules::delete(compute, &name, changes),
-        )
-        .await?;
-    }
-    if frontend.target_http_proxy.is_none() {
-        let name = namer.target_http_proxy();
-        delete_if_present(
-            target_http_proxies::KIND,
-            || compute.get_target_http_proxy(&name),
-            || target_http_proxies::delete(compute, &name, changes),
-        )
-        .await?;
-    }
-    if frontend.https_forwarding_rule.is_none() {
-        let name = namer.https_forwarding_rule();
-        delete_if_present(
-            forwarding_rules::KIND,
-            || compute.get_forwarding_rule(&name),
-            || forwarding_rules::delete(compute, &name, changes),
-        )
-        .await?;
-    }
-    if frontend.target_https_proxy.is_none() {
-        let name = namer.target_https_proxy();
-        delete_if_present(
-            target_https_proxies::KIND,
-            || compute.get_target_https_proxy(&name),
-            || target_https_proxies::delete(compute, &name, changes),
-        )
-        .await?;
-    }
+    // 4. Parts no longer wanted, users first (the state cache says what exists: no reads).
+    let unwanted = |wanted: bool, name: String| (!wanted).then_some(name);
+    let rules = [
+        unwanted(
+            frontend.http_forwarding_rule.is_some(),
+            namer.http_forwarding_rule(),
+        ),
+        unwanted(
+            frontend.https_forwarding_rule.is_some(),
+            namer.https_forwarding_rule(),
+        ),
+    ];
+    delete_rules(compute, rules.into_iter().flatten(), changes).await?;
+    let tp = unwanted(
+        frontend.target_http_proxy.is_some(),
+        namer.target_http_proxy(),
+    );
+    let ts = unwanted(
+        frontend.target_https_proxy.is_some(),
+        namer.target_https_proxy(),
+    );
+    // The user named a static address: the managed one is garbage once no rule uses it.
+    let address = static_ip.is_some().then(|| managed.clone());
+    delete_proxies_and_address(compute, tp, ts, address, changes).await?;
     if frontend.redirect_url_map.is_none() {
-        let name = namer.redirect_url_map();
-        delete_if_present(
-            url_maps::KIND,
-            || compute.get_url_map(&name),
-            || url_maps::delete(compute, &name, changes),
-        )
-        .await?;
+        url_maps::delete(compute, &namer.redirect_url_map(), changes).await?;
     }
-    let keep: Vec<&str> = frontend
+    let keep_certs: Vec<&str> = frontend
         .ssl_certificates
         .iter()
         .filter_map(|c| c.name.as_deref())
         .collect();
-    ssl_certificates::delete_stale(compute, &namer.ssl_certificate_prefix(), &keep, changes)
-        .await?;
+    ssl_certificates::delete_stale(
+        compute,
+        &namer.ssl_certificate_prefix(),
+        &keep_certs,
+        changes,
+    )
+    .await?;
     Ok(status)
+}
+
+async fn delete_rules(
+    compute: &Compute,
+    names: impl Iterator<Item = String>,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    let names: Vec<String> = names.collect();
+    let results =
+        join_all(names.iter().map(|name| {
+            own_changes!(c, { forwarding_rules::delete(compute, name, &mut c).await })
+        }))
+        .await;
+    merge(changes, results).map(drop)
+}
+
+async fn delete_proxies_and_address(
+    compute: &Compute,
+    http: Option<String>,
+    https: Option<String>,
+    address: Option<String>,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    let tp = own_changes!(c, {
+        match &http {
+            Some(name) => target_http_proxies::delete(compute, name, &mut c).await,
+            None => Ok(()),
+        }
+    });
+    let ts = own_changes!(c, {
+        match &https {
+            Some(name) => target_https_proxies::delete(compute, name, &mut c).await,
+            None => Ok(()),
+        }
+    });
+    let ad = own_changes!(c, {
+        match &address {
+            Some(name) => addresses::delete(compute, name, &mut c).await,
+            None => Ok(()),
+        }
+    });
+    let (tp, ts, ad) = futures::join!(tp, ts, ad);
+    merge(changes, [tp, ts, ad]).map(drop)
 }
 
 /// The managed address's IP; when it does not exist yet, it is reserved with the IP a rule of
@@ -196,10 +386,12 @@ async fn ensure_managed_ip(
     let mut current = None;
     for name in [namer.http_forwarding_rule(), namer.https_forwarding_rule()] {
         let rule = compute
-            .get_forwarding_rule(&name)
+            .observed::<model::ForwardingRule>(&name)
             .await
             .map_err(|e| SyncError::compute(forwarding_rules::KIND, &name, e))?;
-        current = rule.and_then(|r| r.ip_address).filter(|ip| !ip.is_empty());
+        current = rule
+            .and_then(|r| r.ip_address.clone())
+            .filter(|ip| !ip.is_empty());
         if current.is_some() {
             break;
         }
@@ -207,75 +399,33 @@ async fn ensure_managed_ip(
     addresses::ensure_managed(compute, managed, current.as_deref(), changes).await
 }
 
-/// Deletes a `kind` resource when `get` finds it. Looking first matters: a DELETE of something
-/// absent is still a mutating call, and a no-op resync must send none.
-async fn delete_if_present<T, G, GF, D, DF>(
-    kind: &'static str,
-    get: G,
-    delete: D,
-) -> Result<(), SyncError>
-where
-    G: FnOnce() -> GF,
-    GF: Future<Output = crate::compute::Result<Option<T>>>,
-    D: FnOnce() -> DF,
-    DF: Future<Output = Result<(), SyncError>>,
-{
-    let found = get()
-        .await
-        .map_err(|e| SyncError::compute(kind, "(get)", e))?;
-    if found.is_some() {
-        delete().await?;
-    }
-    Ok(())
-}
-
 /// Deletes every frontend resource of one Ingress, users before what they use, the managed
-/// static address included. Only what exists is deleted: most Ingresses have no HTTPS part,
-/// redirect map or managed address, and a DELETE of something absent is still a write against
-/// the project's write quota (a 404 in the audit log).
+/// static address included. Only what exists is deleted (the state cache, checked against the
+/// API at the rules): most Ingresses have no HTTPS part, redirect map or managed address, and a
+/// DELETE of something absent is still a write against the project's write quota.
 pub async fn delete_frontend(
     compute: &Compute,
     namer: &FrontendNamer,
     changes: &mut Changes,
 ) -> Result<(), SyncError> {
-    for name in [namer.http_forwarding_rule(), namer.https_forwarding_rule()] {
-        delete_if_present(
-            forwarding_rules::KIND,
-            || compute.get_forwarding_rule(&name),
-            || forwarding_rules::delete(compute, &name, changes),
-        )
-        .await?;
-    }
-    let name = namer.target_http_proxy();
-    delete_if_present(
-        target_http_proxies::KIND,
-        || compute.get_target_http_proxy(&name),
-        || target_http_proxies::delete(compute, &name, changes),
-    )
-    .await?;
-    let name = namer.target_https_proxy();
-    delete_if_present(
-        target_https_proxies::KIND,
-        || compute.get_target_https_proxy(&name),
-        || target_https_proxies::delete(compute, &name, changes),
-    )
-    .await?;
-    for name in [namer.url_map(), namer.redirect_url_map()] {
-        delete_if_present(
-            url_maps::KIND,
-            || compute.get_url_map(&name),
-            || url_maps::delete(compute, &name, changes),
-        )
-        .await?;
-    }
+    verify_frontend(compute, namer).await?;
+    let rules = [namer.http_forwarding_rule(), namer.https_forwarding_rule()];
+    delete_rules(compute, rules.into_iter(), changes).await?;
     // The managed static IP, once no rule uses it (named like the HTTP rule; a user's
     // `global-static-ip-name` address never is).
-    let name = namer.http_forwarding_rule();
-    delete_if_present(
-        addresses::KIND,
-        || compute.get_global_address(&name),
-        || addresses::delete(compute, &name, changes),
+    delete_proxies_and_address(
+        compute,
+        Some(namer.target_http_proxy()),
+        Some(namer.target_https_proxy()),
+        Some(namer.http_forwarding_rule()),
+        changes,
     )
     .await?;
+    let (um, rm) = (namer.url_map(), namer.redirect_url_map());
+    let maps = join_all(
+        [&um, &rm].map(|name| own_changes!(c, { url_maps::delete(compute, name, &mut c).await })),
+    )
+    .await;
+    merge(changes, maps)?;
     ssl_certificates::delete_stale(compute, &namer.ssl_certificate_prefix(), &[], changes).await
 }

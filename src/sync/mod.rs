@@ -1,9 +1,14 @@
-//! Desired vs observed: ordered creates, updates and deletes of Compute resources.
+//! Desired vs observed: creates, updates and deletes of Compute resources, as a dependency graph.
 //!
-//! One module per Compute resource, each an idempotent get -> compare -> insert/update (with the
-//! fingerprint) or custom verb (`setUrlMap`, `setTarget`, ...). [`ingress`] runs them in
-//! dependency order for one Ingress (health check -> NEG -> backend service -> endpoints ->
-//! URL map -> target proxy -> forwarding rule) and deletes in reverse; [`gc`] removes what
+//! One module per Compute resource, each an idempotent observe -> compare -> insert/update (with
+//! the fingerprint) or custom verb (`setUrlMap`, `setTarget`, ...). "Observed" is the shared
+//! state cache ([`crate::compute::state`]): one list per collection for every reconcile, kept
+//! current by the writes recorded here, so a resource is not read back after a write whose
+//! result is known. [`ingress`] runs one Ingress as a graph: what does not depend on anything
+//! else at once (health checks, NEGs, the address, certificates), each dependent step as soon as
+//! what it references exists (backend service after its health check and NEGs, endpoints after
+//! their NEG, URL map after the backend services, proxies after the URL map and certificates,
+//! forwarding rules after the proxy and the address), deletions in reverse; [`gc`] removes what
 //! carries this cluster's names but no live Ingress wants. Comparison rules are in [`compare`];
 //! they make a no-op resync send zero mutating calls.
 
@@ -26,7 +31,8 @@ use std::future::Future;
 
 use serde::Serialize;
 
-use crate::compute::{ComputeError, ErrorKind};
+use crate::compute::state::Listed;
+use crate::compute::{Compute, ComputeError, ErrorKind};
 
 /// How many times an update is retried after `412 conditionNotMet` (each time after a refetch).
 pub const MAX_CONFLICT_RETRIES: usize = 4;
@@ -55,6 +61,17 @@ pub enum SyncError {
         /// Attempts made.
         attempts: usize,
     },
+    /// The SSL policy a target HTTPS proxy is to use does not exist (a FrontendConfig's
+    /// `spec.sslPolicy` names it); the controller's Event names the FrontendConfig.
+    #[error("{kind} {name:?}: SSL policy {policy:?} does not exist; create it (gcloud compute ssl-policies create) or fix spec.sslPolicy of the FrontendConfig")]
+    SslPolicyNotFound {
+        /// Resource kind (`TargetProxy`).
+        kind: &'static str,
+        /// The proxy.
+        name: String,
+        /// The policy as referenced (`projects/p/global/sslPolicies/x` or a URL).
+        policy: String,
+    },
     /// A reserved address has no IP although its insert succeeded (a Compute bug; retried).
     #[error("Address {name:?} was reserved but has no IP address; retrying later")]
     NoAddress {
@@ -77,6 +94,7 @@ impl SyncError {
         match self {
             Self::Compute { source, .. } => Some(source.kind()),
             Self::Conflict { .. } => Some(ErrorKind::ConditionNotMet),
+            Self::SslPolicyNotFound { .. } => Some(ErrorKind::NotFound),
             Self::NoAddress { .. } => None,
         }
     }
@@ -137,6 +155,14 @@ pub(crate) trait Managed: Clone + Serialize {
     fn resource_name(&self) -> &str;
     /// Copies the fingerprint (optimistic lock) from the observed resource.
     fn take_fingerprint(&mut self, observed: &Self);
+    /// Whether an update must carry the observed fingerprint (the API answers 412 otherwise).
+    const FINGERPRINTED: bool = false;
+    /// Whether the resource carries a known fingerprint.
+    fn has_fingerprint(&self) -> bool {
+        false
+    }
+    /// Forgets the fingerprint (the API sets a new one on every write).
+    fn clear_fingerprint(&mut self) {}
 }
 
 /// Get -> compare -> insert or update, refetching after 412 and after an insert race (409).
@@ -203,6 +229,88 @@ where
     })
 }
 
+/// Observe -> compare -> insert or update, for a resource in the state cache: the observed value
+/// comes from the shared lists, and what was written is recorded there (nothing is read back).
+/// A `409` on insert or a `412` on update refetches the resource and compares again; a `404`
+/// on update inserts. An update of an entry without a known fingerprint (one this operator wrote)
+/// fetches the resource first.
+///
+/// `insert` and `update` return the body they sent (which may differ from their argument, e.g. a
+/// backend service's security policy), so the record is exactly what the API holds.
+pub(crate) async fn ensure_observed<T, I, IF, U, UF>(
+    compute: &Compute,
+    desired: &T,
+    insert: I,
+    update: U,
+    changes: &mut Changes,
+) -> Result<(), SyncError>
+where
+    T: Managed + Listed,
+    I: Fn(T) -> IF,
+    IF: Future<Output = crate::compute::Result<T>>,
+    U: Fn(T) -> UF,
+    UF: Future<Output = crate::compute::Result<T>>,
+{
+    let name = desired.resource_name();
+    let err = |e| SyncError::compute(T::KIND, name, e);
+    let mut observed = compute.observed::<T>(name).await.map_err(err)?;
+    let mut fetched = false;
+    for _ in 0..MAX_CONFLICT_RETRIES {
+        match observed.take() {
+            None => match insert(desired.clone()).await {
+                Ok(mut sent) => {
+                    sent.clear_fingerprint();
+                    compute.record(name, Some(sent));
+                    record(changes, T::KIND, name, Action::Created);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                    fetched = true;
+                    observed = compute.refetch::<T>(name).await.map_err(err)?;
+                }
+                Err(e) => return Err(err(e)),
+            },
+            Some(found) => {
+                let project = compute.project();
+                let Some(field) =
+                    compare::first_difference(project, desired, &*found, T::CLEARABLE)
+                else {
+                    return Ok(());
+                };
+                tracing::debug!(kind = T::KIND, name, field, "resource differs");
+                if T::FINGERPRINTED && !found.has_fingerprint() && !fetched {
+                    fetched = true;
+                    observed = compute.refetch::<T>(name).await.map_err(err)?;
+                    continue;
+                }
+                let mut body = desired.clone();
+                body.take_fingerprint(&found);
+                match update(body).await {
+                    Ok(mut sent) => {
+                        sent.clear_fingerprint();
+                        compute.record(name, Some(sent));
+                        record(changes, T::KIND, name, Action::Updated);
+                        return Ok(());
+                    }
+                    Err(e) if e.kind() == ErrorKind::ConditionNotMet => {
+                        fetched = true;
+                        observed = compute.refetch::<T>(name).await.map_err(err)?;
+                    }
+                    Err(e) if e.kind() == ErrorKind::NotFound => {
+                        compute.record::<T>(name, None);
+                    }
+                    Err(e) => return Err(err(e)),
+                }
+            }
+        }
+    }
+    Err(SyncError::Conflict {
+        kind: T::KIND,
+        name: name.to_string(),
+        attempts: MAX_CONFLICT_RETRIES,
+    })
+}
+
 /// Deletes with `delete`; a 404 counts as done. Records a change only when something went.
 pub(crate) async fn remove<D, DF>(
     kind: &'static str,
@@ -221,6 +329,72 @@ where
         }
         Ok(false) => Ok(()),
         Err(e) => Err(SyncError::compute(kind, name, e)),
+    }
+}
+
+/// Deletes a cached resource: only when the cache knows it (a DELETE of something absent is
+/// still a write against the quota), recording it gone once deleted or found gone.
+pub(crate) async fn remove_observed<T, D, DF>(
+    compute: &Compute,
+    kind: &'static str,
+    name: &str,
+    delete: D,
+    changes: &mut Changes,
+) -> Result<(), SyncError>
+where
+    T: Listed,
+    D: FnOnce() -> DF,
+    DF: Future<Output = crate::compute::Result<bool>>,
+{
+    let known = compute
+        .observed::<T>(name)
+        .await
+        .map_err(|e| SyncError::compute(kind, name, e))?;
+    if known.is_none() {
+        return Ok(());
+    }
+    remove(kind, name, delete, changes).await?;
+    compute.record::<T>(name, None);
+    Ok(())
+}
+
+/// Runs `$body` (a block using `&mut $c`, a change list of its own) as a future yielding
+/// `(changes, result)`, so steps that run at once keep their changes apart; [`merge`] joins them.
+macro_rules! own_changes {
+    ($c:ident, $body:block) => {
+        // Boxed: steps are joined side by side, and a join holds its futures inline; unboxed,
+        // the Compute client futures of a whole Ingress's graph overflow a 2 MiB worker stack
+        // in debug builds.
+        ::std::boxed::Box::pin(async {
+            #[allow(unused_mut)]
+            let mut $c = $crate::sync::Changes::new();
+            let result = async { $body }.await;
+            ($c, result)
+        })
+    };
+}
+pub(crate) use own_changes;
+
+/// Appends the changes of steps that ran at once, in the order given (so Events come in a stable
+/// order), and returns their values, or the first error once every step's changes are kept.
+pub(crate) fn merge<T>(
+    changes: &mut Changes,
+    results: impl IntoIterator<Item = (Changes, Result<T, SyncError>)>,
+) -> Result<Vec<T>, SyncError> {
+    let mut values = Vec::new();
+    let mut first_error = None;
+    for (c, result) in results {
+        changes.extend(c);
+        match result {
+            Ok(v) => values.push(v),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(values),
     }
 }
 

@@ -60,7 +60,8 @@ pub fn endpoint_diff(
     (attach, detach)
 }
 
-/// Inserts the NEG when missing (a NEG is immutable; an existing one is kept as is).
+/// Inserts the NEG when missing (a NEG is immutable; an existing one is kept as is). Whether
+/// it exists comes from the state cache; a new NEG is recorded there with no endpoints.
 pub async fn ensure(
     compute: &Compute,
     desired: &DesiredNeg,
@@ -69,7 +70,7 @@ pub async fn ensure(
     let name = desired.neg.name.as_deref().unwrap_or_default();
     let err = |e| SyncError::compute(KIND, name, e);
     if compute
-        .get_network_endpoint_group(&desired.zone, name)
+        .observed_neg(&desired.zone, name)
         .await
         .map_err(err)?
         .is_some()
@@ -81,6 +82,8 @@ pub async fn ensure(
         .await
     {
         Ok(()) => {
+            compute.record_neg(&desired.zone, name, Some(desired.neg.clone()));
+            compute.record_endpoints(&desired.zone, name, Vec::new());
             record(changes, KIND, name, Action::Created);
             Ok(())
         }
@@ -90,32 +93,36 @@ pub async fn ensure(
 }
 
 /// Attaches missing endpoints (first, so traffic has somewhere to go) and detaches stale ones.
-/// Returns (attached, detached) counts.
+/// What the NEG holds comes from the state cache (`listNetworkEndpoints` when unknown or
+/// stale) and is recorded there after each batch. Returns (attached, detached) counts.
 pub async fn sync_endpoints(
     compute: &Compute,
     desired: &DesiredNeg,
 ) -> Result<(usize, usize), SyncError> {
     let name = desired.neg.name.as_deref().unwrap_or_default();
     let err = |e| SyncError::compute(KIND, name, e);
-    let observed: Vec<model::NetworkEndpoint> = compute
-        .list_network_endpoints(&desired.zone, name)
+    let observed = compute
+        .observed_endpoints(&desired.zone, name)
         .await
-        .map_err(err)?
-        .into_iter()
-        .filter_map(|e| e.network_endpoint)
-        .collect();
+        .map_err(err)?;
     let (attach, detach) = endpoint_diff(&desired.endpoints, &observed);
+    let mut now: Vec<model::NetworkEndpoint> = observed.to_vec();
     for batch in attach.chunks(MAX_ENDPOINTS_PER_CALL) {
         compute
             .attach_network_endpoints(&desired.zone, name, batch.to_vec())
             .await
             .map_err(err)?;
+        now.extend(batch.iter().cloned());
+        compute.record_endpoints(&desired.zone, name, now.clone());
     }
     for batch in detach.chunks(MAX_ENDPOINTS_PER_CALL) {
         compute
             .detach_network_endpoints(&desired.zone, name, batch.to_vec())
             .await
             .map_err(err)?;
+        let gone: BTreeSet<EndpointKey> = batch.iter().map(key_of).collect();
+        now.retain(|e| !gone.contains(&key_of(e)));
+        compute.record_endpoints(&desired.zone, name, now.clone());
     }
     if !attach.is_empty() || !detach.is_empty() {
         tracing::info!(neg = name, zone = %desired.zone, attached = attach.len(), detached = detach.len(), "NEG endpoints synced");
@@ -123,7 +130,7 @@ pub async fn sync_endpoints(
     Ok((attach.len(), detach.len()))
 }
 
-/// Deletes the NEG in `zone`; gone already is fine.
+/// Deletes the NEG in `zone`; gone already is fine (recorded gone in the state cache).
 pub async fn delete(
     compute: &Compute,
     zone: &str,
@@ -136,5 +143,7 @@ pub async fn delete(
         || compute.delete_network_endpoint_group(zone, name),
         changes,
     )
-    .await
+    .await?;
+    compute.record_neg(zone, name, None);
+    Ok(())
 }

@@ -18,7 +18,7 @@ pub async fn ensure(
 ) -> Result<(), SyncError> {
     let name = desired.name.as_deref().unwrap_or_default();
     let observed = compute
-        .get_ssl_certificate(name)
+        .observed::<model::SslCertificate>(name)
         .await
         .map_err(|e| SyncError::compute(KIND, name, e))?;
     if observed.is_some() {
@@ -26,6 +26,10 @@ pub async fn ensure(
     }
     match compute.insert_ssl_certificate(desired).await {
         Ok(()) => {
+            // Kept without the private key: the cache only needs to know it exists.
+            let mut known = desired.clone();
+            known.private_key = None;
+            compute.record(name, Some(known));
             record(changes, KIND, name, Action::Created);
             Ok(())
         }
@@ -34,7 +38,8 @@ pub async fn ensure(
     }
 }
 
-/// Deletes every certificate whose name starts with `prefix` and is not in `keep`.
+/// Deletes every certificate whose name starts with `prefix` and is not in `keep` (known from
+/// the state cache, not a list per call).
 pub async fn delete_stale(
     compute: &Compute,
     prefix: &str,
@@ -42,7 +47,7 @@ pub async fn delete_stale(
     changes: &mut Changes,
 ) -> Result<(), SyncError> {
     let certs = compute
-        .list_ssl_certificates()
+        .observed_all::<model::SslCertificate>()
         .await
         .map_err(|e| SyncError::compute(KIND, prefix, e))?;
     for cert in certs {
@@ -51,6 +56,7 @@ pub async fn delete_stale(
         };
         if name.starts_with(prefix) && !keep.contains(&name) {
             super::remove(KIND, name, || compute.delete_ssl_certificate(name), changes).await?;
+            compute.record::<model::SslCertificate>(name, None);
         }
     }
     Ok(())

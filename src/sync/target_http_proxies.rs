@@ -10,7 +10,8 @@ use crate::compute::{Compute, ErrorKind};
 /// Event kind (GKE: `TargetProxy "x" created`).
 pub const KIND: &str = "TargetProxy";
 
-/// Inserts the proxy, or points it at the desired URL map with `setUrlMap`.
+/// Inserts the proxy, or points it at the desired URL map with `setUrlMap` (observed from the
+/// state cache; what was written is recorded there).
 pub async fn ensure(
     compute: &Compute,
     desired: &model::TargetHttpProxy,
@@ -19,30 +20,42 @@ pub async fn ensure(
     let project = compute.project();
     let name = desired.name.as_deref().unwrap_or_default();
     let want = desired.url_map.as_deref().unwrap_or_default();
+    let err = |e| SyncError::compute(KIND, name, e);
+    let mut observed = compute
+        .observed::<model::TargetHttpProxy>(name)
+        .await
+        .map_err(err)?;
     for _ in 0..MAX_CONFLICT_RETRIES {
-        let observed = compute
-            .get_target_http_proxy(name)
-            .await
-            .map_err(|e| SyncError::compute(KIND, name, e))?;
-        let Some(observed) = observed else {
+        let Some(found) = observed.take() else {
             match compute.insert_target_http_proxy(desired).await {
                 Ok(()) => {
+                    compute.record(name, Some(desired.clone()));
                     record(changes, KIND, name, Action::Created);
                     return Ok(());
                 }
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(SyncError::compute(KIND, name, e)),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                    observed = compute.refetch(name).await.map_err(err)?;
+                    continue;
+                }
+                Err(e) => return Err(err(e)),
             }
         };
-        let have = observed.url_map.as_deref().unwrap_or_default();
+        let have = found.url_map.as_deref().unwrap_or_default();
         if normalize(project, have) == normalize(project, want) {
             return Ok(());
         }
         let body = model::UrlMapReference::new().set_url_map(want);
-        compute
-            .set_target_http_proxy_url_map(name, &body)
-            .await
-            .map_err(|e| SyncError::compute(KIND, name, e))?;
+        match compute.set_target_http_proxy_url_map(name, &body).await {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                compute.record::<model::TargetHttpProxy>(name, None);
+                continue;
+            }
+            Err(e) => return Err(err(e)),
+        }
+        let mut now = (*found).clone();
+        now.url_map = Some(want.to_string());
+        compute.record(name, Some(now));
         record(changes, KIND, name, Action::Updated);
         return Ok(());
     }
@@ -53,9 +66,10 @@ pub async fn ensure(
     })
 }
 
-/// Deletes the proxy; gone already is fine.
+/// Deletes the proxy when it is known to exist; gone already is fine.
 pub async fn delete(compute: &Compute, name: &str, changes: &mut Changes) -> Result<(), SyncError> {
-    super::remove(
+    super::remove_observed::<model::TargetHttpProxy, _, _>(
+        compute,
         KIND,
         name,
         || compute.delete_target_http_proxy(name),

@@ -26,21 +26,24 @@ pub async fn ensure(
     if insert_body.ssl_policy.as_deref() == Some("") {
         insert_body.ssl_policy = None;
     }
-    let mut observed = None;
+    let mut observed = compute
+        .observed::<model::TargetHttpsProxy>(name)
+        .await
+        .map_err(err)?;
     for _ in 0..MAX_CONFLICT_RETRIES {
-        match compute.get_target_https_proxy(name).await.map_err(err)? {
-            Some(found) => {
-                observed = Some(found);
-                break;
+        if observed.is_some() {
+            break;
+        }
+        match compute.insert_target_https_proxy(&insert_body).await {
+            Ok(()) => {
+                compute.record(name, Some(insert_body.clone()));
+                record(changes, KIND, name, Action::Created);
+                return Ok(());
             }
-            None => match compute.insert_target_https_proxy(&insert_body).await {
-                Ok(()) => {
-                    record(changes, KIND, name, Action::Created);
-                    return Ok(());
-                }
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(err(e)),
-            },
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                observed = compute.refetch(name).await.map_err(err)?;
+            }
+            Err(e) => return Err(policy_error(name, insert_body.ssl_policy.as_deref(), e)),
         }
     }
     let Some(observed) = observed else {
@@ -50,6 +53,7 @@ pub async fn ensure(
             attempts: MAX_CONFLICT_RETRIES,
         });
     };
+    let mut now = (*observed).clone();
     let norm = |v: Option<&str>| normalize(project, v.unwrap_or_default());
     let mut changed = false;
     if norm(desired.url_map.as_deref()) != norm(observed.url_map.as_deref()) {
@@ -59,6 +63,7 @@ pub async fn ensure(
             .set_target_https_proxy_url_map(name, &body)
             .await
             .map_err(err)?;
+        now.url_map = desired.url_map.clone();
         changed = true;
     }
     let want: Vec<String> = desired
@@ -78,6 +83,7 @@ pub async fn ensure(
             .set_target_https_proxy_ssl_certificates(name, &body)
             .await
             .map_err(err)?;
+        now.ssl_certificates = desired.ssl_certificates.clone();
         changed = true;
     }
     if let Some(policy) = desired.ssl_policy.as_deref() {
@@ -90,19 +96,42 @@ pub async fn ensure(
             compute
                 .set_target_https_proxy_ssl_policy(name, &body)
                 .await
-                .map_err(err)?;
+                .map_err(|e| policy_error(name, Some(policy), e))?;
+            now.ssl_policy = Some(policy.to_string()).filter(|p| !p.is_empty());
             changed = true;
         }
     }
     if changed {
+        now.fingerprint = None;
+        compute.record(name, Some(now));
         record(changes, KIND, name, Action::Updated);
     }
     Ok(())
 }
 
-/// Deletes the proxy; gone already is fine.
+/// A failed insert or `setSslPolicy` of proxy `name` that names `policy`: a 404 naming the
+/// policy is [`SyncError::SslPolicyNotFound`], anything else the Compute error.
+fn policy_error(name: &str, policy: Option<&str>, e: crate::compute::ComputeError) -> SyncError {
+    match policy.filter(|p| !p.is_empty()) {
+        Some(p)
+            if e.kind() == ErrorKind::NotFound
+                && e.to_string()
+                    .contains(crate::compute::reference::last_segment(p)) =>
+        {
+            SyncError::SslPolicyNotFound {
+                kind: KIND,
+                name: name.to_string(),
+                policy: p.to_string(),
+            }
+        }
+        _ => SyncError::compute(KIND, name, e),
+    }
+}
+
+/// Deletes the proxy when it is known to exist; gone already is fine.
 pub async fn delete(compute: &Compute, name: &str, changes: &mut Changes) -> Result<(), SyncError> {
-    super::remove(
+    super::remove_observed::<model::TargetHttpsProxy, _, _>(
+        compute,
         KIND,
         name,
         || compute.delete_target_https_proxy(name),

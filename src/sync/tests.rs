@@ -1,16 +1,22 @@
-//! Sync against a scripted Compute API (wiremock): the exact calls each path makes.
+//! Sync against a scripted Compute API (wiremock): the exact calls each path makes. What
+//! exists comes from one list per collection (the state cache); item GETs happen only where
+//! the module docs say (409, 412, a fingerprint this operator does not know, an address IP the
+//! API chose, a forwarding rule being checked).
 
 use std::collections::BTreeSet;
 
 use google_cloud_compute_v1::model;
-use serde_json::json;
-use wiremock::matchers::{body_partial_json, method, path};
+use serde_json::{json, Value};
+use wiremock::matchers::{body_partial_json, method, path, path_regex};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::*;
 use crate::compute::tests::{compute_for, done_op, not_found};
 use crate::translate::{DesiredNeg, NegEndpoint};
 
+mod graph_tests;
+
+pub(super) const G: &str = "/compute/v1/projects/p1/global";
 const UM: &str = "/compute/v1/projects/p1/global/urlMaps";
 
 fn desired_url_map() -> model::UrlMap {
@@ -19,26 +25,79 @@ fn desired_url_map() -> model::UrlMap {
         .set_default_service("projects/p1/global/backendServices/b1")
 }
 
-/// Fails the test if anything but GET/list reaches the server.
-async fn forbid_mutations(server: &MockServer) {
-    for verb in ["POST", "PUT", "PATCH", "DELETE"] {
-        Mock::given(method(verb))
-            .respond_with(ResponseTemplate::new(500))
-            .with_priority(10)
-            .expect(0)
-            .named(format!("no {verb}"))
-            .mount(server)
-            .await;
+/// Matches requests that change something: POST, PUT, PATCH, DELETE, except the reading POSTs
+/// (`listNetworkEndpoints`, `getHealth`, Operation `wait`).
+struct Mutating;
+
+impl wiremock::Match for Mutating {
+    fn matches(&self, request: &wiremock::Request) -> bool {
+        let path = request.url.path();
+        let reading = ["/listNetworkEndpoints", "/getHealth", "/wait"]
+            .iter()
+            .any(|s| path.ends_with(s));
+        matches!(request.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") && !reading
     }
 }
 
+/// Fails the test if anything that changes something reaches the server.
+pub(super) async fn forbid_mutations(server: &MockServer) {
+    Mock::given(Mutating)
+        .respond_with(ResponseTemplate::new(500))
+        .with_priority(1)
+        .expect(0)
+        .named("a mutating call")
+        .mount(server)
+        .await;
+}
+
+/// `GET {collection path}` answers `items`, exactly `times` times when given.
+pub(super) async fn list(server: &MockServer, collection: &str, items: Value, times: Option<u64>) {
+    let mock = Mock::given(method("GET"))
+        .and(path(collection))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "items": items })))
+        .with_priority(2)
+        .named(format!("list {collection}"));
+    match times {
+        Some(n) => mock.expect(n).mount(server).await,
+        None => mock.mount(server).await,
+    }
+}
+
+/// Every other collection list answers empty (lowest priority).
+pub(super) async fn other_lists_empty(server: &MockServer) {
+    Mock::given(method("GET"))
+        .and(path_regex(
+            r"^/compute/v1/projects/p1/(global|zones/[^/]+)/[A-Za-z]+$",
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": []})))
+        .with_priority(30)
+        .mount(server)
+        .await;
+}
+
+/// How many requests reached the server with `verb` on a path matching `pattern`.
+pub(super) async fn count(server: &MockServer, verb: &str, pattern: &str) -> usize {
+    let re = regex::Regex::new(pattern).unwrap();
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.method.as_str() == verb && re.is_match(r.url.path()))
+        .count()
+}
+
+/// A new URL map costs one list and one insert; syncing it again costs nothing (the insert was
+/// recorded: no read back).
 #[tokio::test]
-async fn create_path_inserts_missing_url_map() {
+async fn a_new_url_map_is_inserted_after_one_list_and_not_read_back() {
     let server = MockServer::start().await;
+    list(&server, UM, json!([]), Some(1)).await;
     Mock::given(method("GET"))
         .and(path(format!("{UM}/um1")))
         .respond_with(not_found())
-        .expect(1)
+        .expect(0)
+        .named("get um1")
         .mount(&server)
         .await;
     Mock::given(method("POST"))
@@ -57,39 +116,57 @@ async fn create_path_inserts_missing_url_map() {
         .unwrap();
     assert_eq!(changes.len(), 1);
     assert_eq!(changes[0].to_string(), "UrlMap \"um1\" created");
+    let mut again = Changes::new();
+    url_maps::ensure(&compute, &desired_url_map(), &mut again)
+        .await
+        .unwrap();
+    assert!(again.is_empty(), "{again:?}");
 }
 
 #[tokio::test]
-async fn no_op_sends_no_mutation() {
+async fn no_op_sends_no_mutation_and_no_get() {
     let server = MockServer::start().await;
     forbid_mutations(&server).await;
-    Mock::given(method("GET"))
-        .and(path(format!("{UM}/um1")))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+    list(
+        &server,
+        UM,
+        json!([{
             "kind": "compute#urlMap", "id": "12", "name": "um1", "fingerprint": "YWJj",
             "selfLink": "http://127.0.0.1:1/compute/v1/projects/p1/global/urlMaps/um1",
             "creationTimestamp": "2026-01-01T00:00:00Z",
             "defaultService": "https://compute.googleapis.com/compute/v1/projects/p1/global/backendServices/b1"
-        })))
-        .expect(1)
-        .mount(&server)
-        .await;
+        }]),
+        Some(1),
+    )
+    .await;
     let compute = compute_for(&server).await;
-    let mut changes = Changes::new();
-    url_maps::ensure(&compute, &desired_url_map(), &mut changes)
-        .await
-        .unwrap();
-    assert!(changes.is_empty(), "{changes:?}");
+    for _ in 0..3 {
+        let mut changes = Changes::new();
+        url_maps::ensure(&compute, &desired_url_map(), &mut changes)
+            .await
+            .unwrap();
+        assert!(changes.is_empty(), "{changes:?}");
+    }
+    assert_eq!(count(&server, "GET", "/urlMaps/um1$").await, 0);
 }
 
+/// The listed fingerprint goes with the update; a 412 refetches it and retries. A later update
+/// of what this operator wrote (its fingerprint unknown) gets the resource first.
 #[tokio::test]
-async fn update_sends_fingerprint_and_refetches_after_412() {
+async fn update_sends_fingerprint_refetches_after_412_and_before_updating_its_own_write() {
     let server = MockServer::start().await;
-    // First GET sees fingerprint "old" (YWJj), the second "new" (bmV3).
+    list(
+        &server,
+        UM,
+        json!([{"name": "um1", "fingerprint": "YWJj",
+                "defaultService": "projects/p1/global/backendServices/old"}]),
+        Some(1),
+    )
+    .await;
     Mock::given(method("GET"))
         .and(path(format!("{UM}/um1")))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "name": "um1", "fingerprint": "YWJj",
+            "name": "um1", "fingerprint": "bmV3",
             "defaultService": "projects/p1/global/backendServices/old"
         })))
         .up_to_n_times(1)
@@ -100,8 +177,8 @@ async fn update_sends_fingerprint_and_refetches_after_412() {
     Mock::given(method("GET"))
         .and(path(format!("{UM}/um1")))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "name": "um1", "fingerprint": "bmV3",
-            "defaultService": "projects/p1/global/backendServices/old"
+            "name": "um1", "fingerprint": "dGhk",
+            "defaultService": "projects/p1/global/backendServices/b1"
         })))
         .expect(1)
         .mount(&server)
@@ -115,36 +192,39 @@ async fn update_sends_fingerprint_and_refetches_after_412() {
         .expect(1)
         .mount(&server)
         .await;
-    Mock::given(method("PUT"))
-        .and(path(format!("{UM}/um1")))
-        .and(body_partial_json(json!({
-            "fingerprint": "bmV3",
-            "defaultService": "projects/p1/global/backendServices/b1"
-        })))
-        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-2")))
-        .expect(1)
-        .mount(&server)
-        .await;
+    for (fingerprint, op) in [("bmV3", "op-2"), ("dGhk", "op-3")] {
+        Mock::given(method("PUT"))
+            .and(path(format!("{UM}/um1")))
+            .and(body_partial_json(json!({"fingerprint": fingerprint})))
+            .respond_with(ResponseTemplate::new(200).set_body_json(done_op(op)))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
     let compute = compute_for(&server).await;
     let mut changes = Changes::new();
     url_maps::ensure(&compute, &desired_url_map(), &mut changes)
         .await
         .unwrap();
     assert_eq!(changes[0].to_string(), "UrlMap \"um1\" updated");
+    let second = desired_url_map().set_default_service("projects/p1/global/backendServices/b2");
+    let mut changes = Changes::new();
+    url_maps::ensure(&compute, &second, &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
 }
 
 #[tokio::test]
 async fn forbidden_firewall_insert_is_an_xpn_outcome() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
-        .and(path(
-            "/compute/v1/projects/p1/global/firewalls/k8s-fw-l7--uid",
-        ))
+        .and(path(format!("{G}/firewalls/k8s-fw-l7--uid")))
         .respond_with(not_found())
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .and(path("/compute/v1/projects/p1/global/firewalls"))
+        .and(path(format!("{G}/firewalls")))
         .respond_with(ResponseTemplate::new(403).set_body_json(json!({"error": {
             "code": 403, "message": "Required 'compute.firewalls.create' permission",
             "status": "PERMISSION_DENIED"}})))
@@ -156,7 +236,8 @@ async fn forbidden_firewall_insert_is_an_xpn_outcome() {
         .set_name("k8s-fw-l7--uid")
         .set_source_ranges(["130.211.0.0/22"]);
     let mut changes = Changes::new();
-    let outcome = firewalls::ensure(&compute, &fw, &mut changes)
+    let mut state = firewalls::RuleState::default();
+    let outcome = firewalls::ensure(&compute, "p1", &fw, &mut state, &mut changes)
         .await
         .unwrap();
     assert_eq!(
@@ -166,8 +247,26 @@ async fn forbidden_firewall_insert_is_an_xpn_outcome() {
     assert!(changes.is_empty());
 }
 
+fn neg_with(ips: &[&str]) -> DesiredNeg {
+    DesiredNeg {
+        zone: "z1".into(),
+        neg: model::NetworkEndpointGroup::new().set_name("neg1"),
+        endpoints: ips
+            .iter()
+            .map(|ip| NegEndpoint {
+                ip_address: (*ip).to_string(),
+                port: 8080,
+                instance: None,
+            })
+            .collect(),
+    }
+}
+
+/// Attach and detach by set difference from one `listNetworkEndpoints`; what they did is
+/// recorded, so the next sync of the same endpoints sends nothing and a change sends only the
+/// difference.
 #[tokio::test]
-async fn neg_endpoints_attach_and_detach_by_set_difference() {
+async fn neg_endpoints_attach_and_detach_by_set_difference_and_are_remembered() {
     let server = MockServer::start().await;
     let neg_path = "/compute/v1/projects/p1/zones/z1/networkEndpointGroups/neg1";
     Mock::given(method("POST"))
@@ -179,42 +278,55 @@ async fn neg_endpoints_attach_and_detach_by_set_difference() {
         .expect(1)
         .mount(&server)
         .await;
-    Mock::given(method("POST"))
-        .and(path(format!("{neg_path}/attachNetworkEndpoints")))
-        .and(body_partial_json(
-            json!({"networkEndpoints": [{"ipAddress": "127.64.0.3", "port": 8080}]}),
-        ))
-        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-a")))
-        .expect(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path(format!("{neg_path}/detachNetworkEndpoints")))
-        .and(body_partial_json(
-            json!({"networkEndpoints": [{"ipAddress": "127.64.0.2", "port": 8080}]}),
-        ))
-        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-d")))
-        .expect(1)
-        .mount(&server)
-        .await;
+    for verb in ["attachNetworkEndpoints", "detachNetworkEndpoints"] {
+        Mock::given(method("POST"))
+            .and(path(format!("{neg_path}/{verb}")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-a")))
+            .mount(&server)
+            .await;
+    }
     let compute = compute_for(&server).await;
-    let endpoints: BTreeSet<NegEndpoint> = ["127.64.0.1", "127.64.0.3"]
-        .iter()
-        .map(|ip| NegEndpoint {
-            ip_address: (*ip).to_string(),
-            port: 8080,
-            instance: None,
-        })
-        .collect();
-    let neg = DesiredNeg {
-        zone: "z1".into(),
-        neg: model::NetworkEndpointGroup::new().set_name("neg1"),
-        endpoints,
-    };
-    let (attached, detached) = network_endpoint_groups::sync_endpoints(&compute, &neg)
+    let neg = neg_with(&["127.64.0.1", "127.64.0.3"]);
+    let done = network_endpoint_groups::sync_endpoints(&compute, &neg)
         .await
         .unwrap();
-    assert_eq!((attached, detached), (1, 1));
+    assert_eq!(done, (1, 1));
+    assert_eq!(
+        network_endpoint_groups::sync_endpoints(&compute, &neg)
+            .await
+            .unwrap(),
+        (0, 0)
+    );
+    let fewer = neg_with(&["127.64.0.3"]);
+    assert_eq!(
+        network_endpoint_groups::sync_endpoints(&compute, &fewer)
+            .await
+            .unwrap(),
+        (0, 1)
+    );
+    let mut carried = Vec::new();
+    for req in server.received_requests().await.unwrap() {
+        let verb = req.url.path().rsplit('/').next().unwrap().to_string();
+        if verb.ends_with("NetworkEndpoints") && verb != "listNetworkEndpoints" {
+            let body: Value = serde_json::from_slice(&req.body).unwrap();
+            let ips: Vec<String> = body["networkEndpoints"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["ipAddress"].as_str().unwrap().to_string())
+                .collect();
+            carried.push((verb, ips));
+        }
+    }
+    let want = |v: &str, ip: &str| (v.to_string(), vec![ip.to_string()]);
+    assert_eq!(
+        carried,
+        [
+            want("attachNetworkEndpoints", "127.64.0.3"),
+            want("detachNetworkEndpoints", "127.64.0.2"),
+            want("detachNetworkEndpoints", "127.64.0.1"),
+        ]
+    );
 }
 
 /// `sync_endpoints` against a NEG holding 700 stale endpoints while 1201 are desired: every
@@ -225,7 +337,7 @@ async fn endpoint_batches_hold_at_most_500() {
     let server = MockServer::start().await;
     let neg_path = "/compute/v1/projects/p1/zones/z1/networkEndpointGroups/neg1";
     let ip = |net: u32, i: u32| format!("127.{net}.{}.{}", i / 250, i % 250);
-    let stale: Vec<serde_json::Value> = (0..700)
+    let stale: Vec<Value> = (0..700)
         .map(|i| json!({"networkEndpoint": {"ipAddress": ip(65, i), "port": 80}}))
         .collect();
     Mock::given(method("POST"))
@@ -268,7 +380,7 @@ async fn endpoint_batches_hold_at_most_500() {
             "detachNetworkEndpoints" => "detach",
             _ => continue,
         };
-        let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap();
+        let body: Value = serde_json::from_slice(&req.body).unwrap();
         let ips = body["networkEndpoints"]
             .as_array()
             .unwrap()
@@ -289,18 +401,18 @@ async fn endpoint_batches_hold_at_most_500() {
 #[tokio::test]
 async fn forwarding_rule_target_change_uses_set_target_and_keeps_ip() {
     let server = MockServer::start().await;
-    let fr = "/compute/v1/projects/p1/global/forwardingRules/fr1";
-    Mock::given(method("GET"))
-        .and(path(fr))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+    list(
+        &server,
+        &format!("{G}/forwardingRules"),
+        json!([{
             "name": "fr1", "IPAddress": "127.130.0.5", "portRange": "80-80",
             "target": "https://x/compute/v1/projects/p1/global/targetHttpProxies/old"
-        })))
-        .expect(1)
-        .mount(&server)
-        .await;
+        }]),
+        Some(1),
+    )
+    .await;
     Mock::given(method("POST"))
-        .and(path(format!("{fr}/setTarget")))
+        .and(path(format!("{G}/forwardingRules/fr1/setTarget")))
         .and(body_partial_json(
             json!({"target": "projects/p1/global/targetHttpProxies/tp1"}),
         ))
@@ -319,41 +431,43 @@ async fn forwarding_rule_target_change_uses_set_target_and_keeps_ip() {
         .unwrap();
     assert_eq!(ip.as_deref(), Some("127.130.0.5"));
     assert_eq!(changes[0].to_string(), "ForwardingRule \"fr1\" updated");
+    // Recorded: in sync now, nothing sent.
+    let mut changes = Changes::new();
+    forwarding_rules::ensure(&compute, &desired, &mut changes)
+        .await
+        .unwrap();
+    assert!(changes.is_empty(), "{changes:?}");
 }
 
+/// The backend service comes from the list; only `getHealth` is asked, per group.
 #[tokio::test]
 async fn backends_annotation_state_prefers_healthy_across_groups() {
     let server = MockServer::start().await;
-    let bs = "/compute/v1/projects/p1/global/backendServices/b1";
-    Mock::given(method("GET"))
-        .and(path(bs))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "name": "b1",
-            "backends": [
-                {"group": "https://x/compute/v1/projects/p1/zones/z1/networkEndpointGroups/n1"},
-                {"group": "https://x/compute/v1/projects/p1/zones/z2/networkEndpointGroups/n1"}
-            ]
-        })))
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path(format!("{bs}/getHealth")))
-        .and(body_partial_json(json!({"group": "https://x/compute/v1/projects/p1/zones/z1/networkEndpointGroups/n1"})))
-        .respond_with(ResponseTemplate::new(200).set_body_json(
-            json!({"healthStatus": [{"ipAddress": "127.64.0.1", "port": 80, "healthState": "UNHEALTHY"}]}),
-        ))
-        .expect(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path(format!("{bs}/getHealth")))
-        .and(body_partial_json(json!({"group": "https://x/compute/v1/projects/p1/zones/z2/networkEndpointGroups/n1"})))
-        .respond_with(ResponseTemplate::new(200).set_body_json(
-            json!({"healthStatus": [{"ipAddress": "127.64.0.2", "port": 80, "healthState": "HEALTHY"}]}),
-        ))
-        .expect(1)
-        .mount(&server)
-        .await;
+    let bs = format!("{G}/backendServices/b1");
+    list(
+        &server,
+        &format!("{G}/backendServices"),
+        json!([{"name": "b1", "backends": [
+            {"group": "https://x/compute/v1/projects/p1/zones/z1/networkEndpointGroups/n1"},
+            {"group": "https://x/compute/v1/projects/p1/zones/z2/networkEndpointGroups/n1"}
+        ]}]),
+        Some(1),
+    )
+    .await;
+    for (zone, ip, state) in [
+        ("z1", "127.64.0.1", "UNHEALTHY"),
+        ("z2", "127.64.0.2", "HEALTHY"),
+    ] {
+        Mock::given(method("POST"))
+            .and(path(format!("{bs}/getHealth")))
+            .and(body_partial_json(json!({"group": format!("https://x/compute/v1/projects/p1/zones/{zone}/networkEndpointGroups/n1")})))
+            .respond_with(ResponseTemplate::new(200).set_body_json(
+                json!({"healthStatus": [{"ipAddress": ip, "port": 80, "healthState": state}]}),
+            ))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
     let compute = compute_for(&server).await;
     assert_eq!(backend_services::health(&compute, "b1").await, "HEALTHY");
     assert_eq!(
@@ -394,7 +508,8 @@ async fn forbidden_firewall_update_asks_for_an_update() {
         .set_source_ranges(["130.211.0.0/22"])
         .set_allowed([allowed]);
     let mut changes = Changes::new();
-    let outcome = firewalls::ensure(&compute, &desired, &mut changes)
+    let mut state = firewalls::RuleState::default();
+    let outcome = firewalls::ensure(&compute, "p1", &desired, &mut state, &mut changes)
         .await
         .unwrap();
     assert_eq!(
@@ -406,23 +521,18 @@ async fn forbidden_firewall_update_asks_for_an_update() {
 #[tokio::test]
 async fn insert_race_with_409_refetches_and_compares() {
     let server = MockServer::start().await;
-    let hc = "/compute/v1/projects/p1/global/healthChecks";
-    Mock::given(method("GET"))
-        .and(path(format!("{hc}/hc1")))
-        .respond_with(not_found())
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
+    let hc = format!("{G}/healthChecks");
+    list(&server, &hc, json!([]), Some(1)).await;
     Mock::given(method("GET"))
         .and(path(format!("{hc}/hc1")))
         .respond_with(ResponseTemplate::new(200).set_body_json(
             json!({"name": "hc1", "checkIntervalSec": 15, "kind": "compute#healthCheck"}),
         ))
+        .expect(1)
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .and(path(hc))
+        .and(path(hc.as_str()))
         .respond_with(ResponseTemplate::new(409).set_body_json(json!({"error": {
             "code": 409, "message": "already exists", "status": "ALREADY_EXISTS"}})))
         .expect(1)
@@ -447,119 +557,11 @@ async fn insert_race_with_409_refetches_and_compares() {
     );
 }
 
-#[tokio::test]
-async fn in_sync_frontend_resync_sends_no_mutation_even_for_absent_https_parts() {
-    use crate::translate::namer::FrontendNamer;
-    use crate::translate::DesiredFrontend;
-
-    let server = MockServer::start().await;
-    forbid_mutations(&server).await;
-    let namer = FrontendNamer::new("abcd1234", "ks-uid", "default", "web");
-    let (um, tp, fr) = (
-        namer.url_map(),
-        namer.target_http_proxy(),
-        namer.http_forwarding_rule(),
-    );
-    let base = "/compute/v1/projects/p1/global";
-    let full = "https://compute.googleapis.com/compute/v1/projects/p1/global";
-    Mock::given(method("GET"))
-        .and(path(format!("{base}/urlMaps/{um}")))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "name": um, "fingerprint": "YWJj", "defaultService": format!("{full}/backendServices/b1")
-        })))
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("GET"))
-        .and(path(format!("{base}/targetHttpProxies/{tp}")))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"name": tp, "urlMap": format!("{full}/urlMaps/{um}")})),
-        )
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("GET"))
-        .and(path(format!("{base}/forwardingRules/{fr}")))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "name": fr, "IPAddress": "127.130.0.9", "portRange": "80-80", "IPProtocol": "TCP",
-            "target": format!("{full}/targetHttpProxies/{tp}")
-        })))
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    // The managed address the rule uses (reserved by an earlier sync).
-    Mock::given(method("GET"))
-        .and(path(format!("{base}/addresses/{fr}")))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"name": fr, "address": "127.130.0.9", "status": "IN_USE"})),
-        )
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("GET"))
-        .and(path(format!("{base}/sslCertificates")))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": []})))
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    // The HTTPS rule, HTTPS proxy and redirect map do not exist.
-    Mock::given(method("GET"))
-        .respond_with(not_found())
-        .with_priority(5)
-        .mount(&server)
-        .await;
-    let compute = compute_for(&server).await;
-    let frontend = DesiredFrontend {
-        url_map: Some(
-            model::UrlMap::new()
-                .set_name(um.clone())
-                .set_default_service("projects/p1/global/backendServices/b1"),
-        ),
-        target_http_proxy: Some(
-            model::TargetHttpProxy::new()
-                .set_name(tp.clone())
-                .set_url_map(format!("projects/p1/global/urlMaps/{um}")),
-        ),
-        http_forwarding_rule: Some(
-            model::ForwardingRule::new()
-                .set_name(fr.clone())
-                .set_port_range("80")
-                .set_target(format!("projects/p1/global/targetHttpProxies/{tp}")),
-        ),
-        ..DesiredFrontend::default()
-    };
-    let mut changes = Changes::new();
-    let status = ingress::sync_frontend(&compute, &namer, &frontend, None, &mut changes)
-        .await
-        .unwrap();
-    assert_eq!(status.ip.as_deref(), Some("127.130.0.9"));
-    assert!(changes.is_empty(), "{changes:?}");
-}
-
 const ADDR: &str = "/compute/v1/projects/p1/global/addresses";
 
-async fn address_absent_once_then(server: &MockServer, name: &str, ip: &str) {
-    Mock::given(method("GET"))
-        .and(path(format!("{ADDR}/{name}")))
-        .respond_with(not_found())
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(server)
-        .await;
-    Mock::given(method("GET"))
-        .and(path(format!("{ADDR}/{name}")))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_json(json!({"name": name, "address": ip})),
-        )
-        .with_priority(2)
-        .mount(server)
-        .await;
-}
-
 /// Without a static IP name the IP a rule already has is promoted to a reserved address named
-/// like the HTTP rule (inventory §4), so the IP the Ingress shows does not change.
+/// like the HTTP rule (inventory §4), so the IP the Ingress shows does not change. The IP is
+/// known from the insert: nothing is read back.
 #[tokio::test]
 async fn managed_static_ip_promotes_the_rules_ephemeral_ip() {
     let server = MockServer::start().await;
@@ -574,12 +576,19 @@ async fn managed_static_ip_promotes_the_rules_ephemeral_ip() {
         .await;
     Mock::given(method("GET"))
         .and(path(format!("{ADDR}/k8s2-fr-x")))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"name": "k8s2-fr-x", "address": "127.200.0.7"})),
-        )
+        .respond_with(not_found())
+        .expect(0)
+        .named("get the address")
         .mount(&server)
         .await;
+    // The first read of the collection, after the insert: the list.
+    list(
+        &server,
+        ADDR,
+        json!([{"name": "k8s2-fr-x", "address": "127.200.0.7"}]),
+        Some(1),
+    )
+    .await;
     let compute = compute_for(&server).await;
     let mut changes = Changes::new();
     let ip = addresses::ensure_managed(&compute, "k8s2-fr-x", Some("127.200.0.7"), &mut changes)
@@ -587,14 +596,37 @@ async fn managed_static_ip_promotes_the_rules_ephemeral_ip() {
         .unwrap();
     assert_eq!(ip, "127.200.0.7");
     assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(
+        addresses::get_ip(&compute, "k8s2-fr-x")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("127.200.0.7"),
+        "known without a GET"
+    );
 }
 
 /// An IP that Compute refuses to promote (another address reserves it, as after a user's
-/// static IP annotation was removed) gets a fresh reservation instead.
+/// static IP annotation was removed) gets a fresh reservation, whose IP is read back.
 #[tokio::test]
 async fn managed_static_ip_is_freshly_reserved_when_promotion_is_refused() {
     let server = MockServer::start().await;
-    address_absent_once_then(&server, "k8s2-fr-new", "127.200.0.2").await;
+    Mock::given(method("GET"))
+        .and(path(format!("{ADDR}/k8s2-fr-new")))
+        .respond_with(not_found())
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{ADDR}/k8s2-fr-new")))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"name": "k8s2-fr-new", "address": "127.200.0.2"})),
+        )
+        .with_priority(2)
+        .mount(&server)
+        .await;
     Mock::given(method("POST"))
         .and(path(ADDR))
         .and(body_partial_json(json!({"address": "127.200.0.9"})))
@@ -628,20 +660,30 @@ async fn managed_static_ip_is_freshly_reserved_when_promotion_is_refused() {
 #[tokio::test]
 async fn backend_service_without_policy_detaches_the_observed_one_only() {
     let server = MockServer::start().await;
-    let bs = "/compute/v1/projects/p1/global/backendServices/b1";
-    Mock::given(method("GET"))
-        .and(path(bs))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+    list(
+        &server,
+        &format!("{G}/backendServices"),
+        json!([{
             "name": "b1", "fingerprint": "YWJj", "protocol": "HTTP", "portName": "http",
             "timeoutSec": 30,
             "securityPolicy": "https://compute.googleapis.com/compute/v1/projects/p1/global/securityPolicies/sp"
-        })))
+        }]),
+        Some(1),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{G}/backendServices/b1/setSecurityPolicy")))
+        .and(wiremock::matchers::body_json(json!({})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-sp")))
+        .expect(1)
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .and(path(format!("{bs}/setSecurityPolicy")))
-        .and(wiremock::matchers::body_json(json!({})))
-        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-sp")))
+        .and(path(format!("{G}/backendServices/b1/setSecurityPolicy")))
+        .and(body_partial_json(
+            json!({"securityPolicy": "projects/p1/global/securityPolicies/sp"}),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-sp2")))
         .expect(1)
         .mount(&server)
         .await;
@@ -660,13 +702,18 @@ async fn backend_service_without_policy_detaches_the_observed_one_only() {
         .await
         .unwrap();
     assert_eq!(changes.len(), 1, "{changes:?}");
-    // The same policy by name, as a full URL on the server: in sync, nothing sent.
-    let desired = desired.set_security_policy("projects/p1/global/securityPolicies/sp");
+    // Detached (recorded): asking for no policy again sends nothing; asking for it sets it.
     let mut changes = Changes::new();
     backend_services::ensure(&compute, &desired, &mut changes)
         .await
         .unwrap();
     assert!(changes.is_empty(), "{changes:?}");
+    let desired = desired.set_security_policy("projects/p1/global/securityPolicies/sp");
+    let mut changes = Changes::new();
+    backend_services::ensure(&compute, &desired, &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
 }
 
 /// `sslPolicy` on the HTTPS proxy: `None` leaves the observed policy alone, `Some("")`
@@ -675,28 +722,26 @@ async fn backend_service_without_policy_detaches_the_observed_one_only() {
 async fn https_proxy_ssl_policy_is_left_alone_removed_or_set() {
     let server = MockServer::start().await;
     let full = "https://compute.googleapis.com/compute/v1/projects/p1/global";
-    Mock::given(method("GET"))
-        .and(wiremock::matchers::path_regex("/targetHttpsProxies/ts1$"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+    list(
+        &server,
+        &format!("{G}/targetHttpsProxies"),
+        json!([{
             "name": "ts1", "urlMap": format!("{full}/urlMaps/um1"),
             "sslCertificates": [format!("{full}/sslCertificates/c1")],
             "sslPolicy": format!("{full}/sslPolicies/old")
-        })))
-        .mount(&server)
-        .await;
+        }]),
+        Some(1),
+    )
+    .await;
     Mock::given(method("POST"))
-        .and(wiremock::matchers::path_regex(
-            "/targetHttpsProxies/ts1/setSslPolicy$",
-        ))
+        .and(path_regex("/targetHttpsProxies/ts1/setSslPolicy$"))
         .and(wiremock::matchers::body_json(json!({})))
         .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-rm")))
         .expect(1)
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .and(wiremock::matchers::path_regex(
-            "/targetHttpsProxies/ts1/setSslPolicy$",
-        ))
+        .and(path_regex("/targetHttpsProxies/ts1/setSslPolicy$"))
         .and(body_partial_json(
             json!({"sslPolicy": "projects/p1/global/sslPolicies/new"}),
         ))
@@ -725,60 +770,4 @@ async fn https_proxy_ssl_policy_is_left_alone_removed_or_set() {
             .unwrap();
         assert_eq!(changes.len(), 1, "{policy:?}: {changes:?}");
     }
-}
-
-/// Deleting an Ingress's frontend sends a DELETE only for what exists: most Ingresses have no
-/// HTTPS part, redirect URL map or managed address, and a DELETE of something absent is still
-/// a write against the project's quota.
-#[tokio::test]
-async fn delete_frontend_deletes_only_what_exists() {
-    let server = MockServer::start().await;
-    let namer =
-        crate::translate::namer::FrontendNamer::new("uid12345", "kube-system-uid", "shop", "web");
-    let g = "/compute/v1/projects/p1/global";
-    let present = [
-        format!("{g}/forwardingRules/{}", namer.http_forwarding_rule()),
-        format!("{g}/targetHttpProxies/{}", namer.target_http_proxy()),
-        format!("{g}/urlMaps/{}", namer.url_map()),
-    ];
-    for p in &present {
-        let name = p.rsplit('/').next().unwrap_or_default();
-        Mock::given(method("GET"))
-            .and(path(p.as_str()))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"name": name})))
-            .mount(&server)
-            .await;
-        Mock::given(method("DELETE"))
-            .and(path(p.as_str()))
-            .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-d")))
-            .expect(1)
-            .named(format!("DELETE {name}"))
-            .mount(&server)
-            .await;
-    }
-    Mock::given(method("GET"))
-        .and(path(format!("{g}/sslCertificates")))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": []})))
-        .mount(&server)
-        .await;
-    // Everything else is absent, and must not be deleted.
-    Mock::given(method("GET"))
-        .respond_with(not_found())
-        .with_priority(20)
-        .mount(&server)
-        .await;
-    Mock::given(method("DELETE"))
-        .respond_with(ResponseTemplate::new(500))
-        .with_priority(20)
-        .expect(0)
-        .named("DELETE of an absent resource")
-        .mount(&server)
-        .await;
-    let compute = compute_for(&server).await;
-    let mut changes = Changes::new();
-    ingress::delete_frontend(&compute, &namer, &mut changes)
-        .await
-        .unwrap();
-    let done: BTreeSet<String> = changes.iter().map(|c| c.to_string()).collect();
-    assert_eq!(done.len(), 3, "{done:?}");
 }

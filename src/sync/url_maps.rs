@@ -18,27 +18,41 @@ impl Managed for model::UrlMap {
     fn take_fingerprint(&mut self, observed: &Self) {
         self.fingerprint = observed.fingerprint.clone();
     }
+    const FINGERPRINTED: bool = true;
+    fn has_fingerprint(&self) -> bool {
+        self.fingerprint.as_ref().is_some_and(|f| !f.is_empty())
+    }
+    fn clear_fingerprint(&mut self) {
+        self.fingerprint = None;
+    }
 }
 
-/// Inserts the URL map or updates it (PUT with fingerprint) when it differs.
+/// Inserts the URL map or updates it (PUT with fingerprint) when it differs (observed from the
+/// state cache; see [`super::ensure_observed`]).
 pub async fn ensure(
     compute: &Compute,
     desired: &model::UrlMap,
     changes: &mut Changes,
 ) -> Result<(), SyncError> {
     let name = desired.resource_name();
-    super::ensure(
-        compute.project(),
+    super::ensure_observed(
+        compute,
         desired,
-        || compute.get_url_map(name),
-        |body| async move { compute.insert_url_map(&body).await },
-        |body| async move { compute.update_url_map(name, &body).await },
+        |body| async move { compute.insert_url_map(&body).await.map(|()| body) },
+        |body| async move { compute.update_url_map(name, &body).await.map(|()| body) },
         changes,
     )
     .await
 }
 
-/// Deletes the URL map; gone already is fine.
+/// Deletes the URL map when it is known to exist; gone already is fine.
 pub async fn delete(compute: &Compute, name: &str, changes: &mut Changes) -> Result<(), SyncError> {
-    super::remove(KIND, name, || compute.delete_url_map(name), changes).await
+    super::remove_observed::<model::UrlMap, _, _>(
+        compute,
+        KIND,
+        name,
+        || compute.delete_url_map(name),
+        changes,
+    )
+    .await
 }

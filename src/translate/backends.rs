@@ -11,11 +11,12 @@
 use google_cloud_compute_v1::model::{self, backend, backend_service};
 
 use super::annotations;
-use super::endpoints::service_endpoints;
+use super::endpoints::{neg_zones, service_endpoints};
 use super::health_check::{self, HealthCheckInputs};
 use super::service_ports::ResolvedBackend;
 use super::{
-    namer, ClusterSnapshot, DesiredBackend, DesiredNeg, ObjectKey, TranslateConfig, TranslateError,
+    ClusterSnapshot, DesiredBackend, DesiredNeg, Finding, ObjectKey, TranslateConfig,
+    TranslateError,
 };
 use crate::crd::backend_config::{BackendConfigSpec, CacheMode, CdnConfig};
 
@@ -23,6 +24,9 @@ use crate::crd::backend_config::{BackendConfigSpec, CacheMode, CdnConfig};
 pub const DEFAULT_TIMEOUT_SEC: i32 = 30;
 /// Backend `maxRatePerEndpoint` default (requests per second per endpoint).
 pub const DEFAULT_MAX_RATE_PER_ENDPOINT: f32 = 1.0;
+/// Reason of the Warning Event for an endpoint put in no NEG (its zone is unknown or not one of
+/// `--zone`).
+pub const ENDPOINT_ZONE_REASON: &str = "EndpointZone";
 /// Backend `capacityScaler` default.
 pub const DEFAULT_CAPACITY_SCALER: f32 = 1.0;
 
@@ -38,7 +42,7 @@ pub fn desired_backend(
 ) -> Result<DesiredBackend, TranslateError> {
     let key = &resolved.key;
     let service_key = ObjectKey::new(key.namespace.clone(), key.service.clone());
-    let name = namer::backend(&config.cluster_uid, &key.namespace, &key.service, key.port);
+    let name = config.backend_name(&key.namespace, &key.service, key.port);
     let protocol = annotations::app_protocol(resolved.service, resolved.port)?;
     let bc = backend_config(snapshot, resolved, &service_key)?;
     let bc_spec = bc.as_ref().map(|(_, spec)| spec);
@@ -62,18 +66,16 @@ pub fn desired_backend(
     });
 
     let endpoints = service_endpoints(snapshot, config, &service_key, resolved.port);
-    let negs: Vec<DesiredNeg> = config
-        .zones
+    let zones = neg_zones(snapshot, config, endpoints.by_zone.keys());
+    let negs: Vec<DesiredNeg> = zones
         .iter()
         .map(|zone| DesiredNeg {
             zone: zone.clone(),
-            neg: neg(
-                config,
-                &name,
-                key.namespace.as_str(),
-                &key.service,
-                key.port,
-            ),
+            neg: {
+                let mut n = neg(config, &name, &key.namespace, &key.service, key.port);
+                n.subnetwork = config.subnetwork_ref(zone);
+                n
+            },
             endpoints: endpoints.by_zone.get(zone).cloned().unwrap_or_default(),
         })
         .collect();
@@ -126,7 +128,17 @@ pub fn desired_backend(
     {
         firewall_ports.insert(port);
     }
+    let findings = endpoints
+        .unplaced
+        .iter()
+        .map(|u| Finding {
+            warning: true,
+            reason: ENDPOINT_ZONE_REASON.to_owned(),
+            message: format!("Service {}/{}: {u}", key.namespace, key.service),
+        })
+        .collect();
     Ok(DesiredBackend {
+        findings,
         key: key.clone(),
         health_check: hc,
         backend_service: bs,
@@ -145,7 +157,10 @@ fn backend_config(
     };
     let key = ObjectKey::new(service_key.namespace.clone(), name);
     match snapshot.backend_configs.get(&key) {
-        Some(bc) => Ok(Some((key, bc.spec.clone()))),
+        Some(bc) => {
+            super::backend_config_checks::check(&key, &bc.spec)?;
+            Ok(Some((key, bc.spec.clone())))
+        }
         None => Err(TranslateError::BackendConfigNotFound {
             service: service_key.to_string(),
             backend_config: key.to_string(),

@@ -390,6 +390,43 @@ fn firewall_covers_every_ingress_and_disappears_with_the_last() {
 }
 
 #[test]
+fn on_a_shared_vpc_the_network_subnetwork_and_rule_are_the_host_projects() {
+    let snapshot = features();
+    let mut cfg = config();
+    cfg.network_project = "host-project".into();
+    cfg.subnetwork = Some("nodes".into());
+    let shop = translate_ingress(
+        &snapshot,
+        &snapshot.ingresses[&ObjectKey::new("default", "shop")],
+        &cfg,
+    )
+    .unwrap();
+    let neg = &shop_backend(&shop).negs[0];
+    assert_eq!(
+        neg.neg.network.as_deref(),
+        Some("projects/host-project/global/networks/default")
+    );
+    let region = neg.zone.rsplit_once('-').unwrap().0;
+    assert_eq!(
+        neg.neg.subnetwork,
+        Some(format!(
+            "projects/host-project/regions/{region}/subnetworks/nodes"
+        ))
+    );
+    let fw = translate_firewall(&[&shop], &cfg).unwrap();
+    assert_eq!(
+        fw.network.as_deref(),
+        Some("projects/host-project/global/networks/default")
+    );
+    // The load balancer itself stays in the cluster's project.
+    assert!(shop_backend(&shop)
+        .backend_service
+        .health_checks
+        .iter()
+        .all(|h| h.starts_with(&format!("projects/{}/", cfg.project))));
+}
+
+#[test]
 fn a_shared_backend_is_the_same_whichever_ingress_refers_to_it() {
     let mut snapshot = features();
     snapshot.insert(
@@ -407,6 +444,7 @@ fn a_shared_backend_is_the_same_whichever_ingress_refers_to_it() {
     .unwrap();
     let via_default = translate(&snapshot, "shop").unwrap();
     let name = namer::backend(
+        namer::Scheme::Gke,
         &config().cluster_uid,
         "kube-system",
         "default-http-backend",
@@ -441,4 +479,206 @@ fn invalid_certificate_and_address_names_are_never_sent() {
             "{err}"
         );
     }
+}
+
+/// `networking.gke.io/capacity-scaler` takes 0 to 1 and `networking.gke.io/max-rate-per-endpoint`
+/// any non-negative rate: a value in range reaches every backend of the backend service, a value
+/// outside is an error naming the annotation (GKE refuses it the same way).
+#[test]
+fn capacity_scaler_and_max_rate_per_endpoint_are_range_checked() {
+    const SCALER: &str = "networking.gke.io/capacity-scaler";
+    const MAX_RATE: &str = "networking.gke.io/max-rate-per-endpoint";
+    let with = |key: &str, value: &str| {
+        let mut snapshot = features();
+        let shop = snapshot
+            .services
+            .get_mut(&ObjectKey::new("default", "shop"))
+            .map(Arc::make_mut)
+            .unwrap();
+        let annotations = shop.metadata.annotations.as_mut().unwrap();
+        annotations.insert(key.into(), value.into());
+        translate(&snapshot, "shop")
+    };
+    for scaler in ["0", "0.25", "1"] {
+        let desired = with(SCALER, scaler).unwrap();
+        let backends = &shop_backend(&desired).backend_service.backends;
+        assert!(!backends.is_empty());
+        for b in backends {
+            assert_eq!(b.capacity_scaler, Some(scaler.parse().unwrap()), "{b:?}");
+            assert_eq!(b.max_rate_per_endpoint, Some(50.0), "{b:?}");
+        }
+    }
+    for (key, value) in [
+        (SCALER, "1.5"),
+        (SCALER, "-0.1"),
+        (MAX_RATE, "-1"),
+        (MAX_RATE, "fast"),
+    ] {
+        let err = with(key, value).unwrap_err();
+        assert!(
+            matches!(&err, TranslateError::InvalidAnnotation { annotation, .. } if annotation == key),
+            "{key}: {value}: {err}"
+        );
+    }
+}
+
+/// `spec.cdn` as GKE builds the CDN policy (ingress-gce `pkg/backends/features/cdn.go`): the
+/// cache mode defaults to CACHE_ALL_STATIC; client and default TTLs (default 3600 s) only outside
+/// USE_ORIGIN_HEADERS; the max TTL (default 86400 s) only under CACHE_ALL_STATIC; the rest copied
+/// as given. `enabled: false` means no CDN and no policy.
+#[test]
+fn cdn_policy_follows_the_cache_mode_and_gke_defaults() {
+    let with_cdn = |cdn: serde_json::Value| {
+        let mut snapshot = features();
+        let bc = snapshot
+            .backend_configs
+            .get_mut(&ObjectKey::new("default", "shop-bc"))
+            .map(Arc::make_mut)
+            .unwrap();
+        bc.spec.cdn = Some(serde_json::from_value(cdn).unwrap());
+        let desired = translate(&snapshot, "shop").unwrap();
+        let bs = shop_backend(&desired).backend_service.clone();
+        (bs.enable_cdn, bs.cdn_policy)
+    };
+    let ttls = |p: &google_cloud_compute_v1::model::BackendServiceCdnPolicy| {
+        (
+            p.cache_mode
+                .as_ref()
+                .and_then(|m| m.name())
+                .map(str::to_owned),
+            p.client_ttl,
+            p.default_ttl,
+            p.max_ttl,
+            p.serve_while_stale,
+        )
+    };
+    let (enabled, policy) = with_cdn(serde_json::json!({"enabled": true}));
+    assert_eq!(enabled, Some(true));
+    assert_eq!(
+        ttls(&policy.unwrap()),
+        (
+            Some("CACHE_ALL_STATIC".into()),
+            Some(3600),
+            Some(3600),
+            Some(86400),
+            Some(86400)
+        )
+    );
+    let (_, policy) = with_cdn(serde_json::json!({
+        "enabled": true, "cacheMode": "USE_ORIGIN_HEADERS", "clientTtl": 60, "maxTtl": 600,
+    }));
+    assert_eq!(
+        ttls(&policy.unwrap()),
+        (
+            Some("USE_ORIGIN_HEADERS".into()),
+            None,
+            None,
+            None,
+            Some(86400)
+        )
+    );
+    let (_, policy) = with_cdn(serde_json::json!({
+        "enabled": true, "cacheMode": "FORCE_CACHE_ALL", "clientTtl": 60, "defaultTtl": 120,
+        "maxTtl": 600, "serveWhileStale": 0, "negativeCaching": true,
+        "negativeCachingPolicy": [{"code": 404, "ttl": 30}], "requestCoalescing": false,
+        "signedUrlCacheMaxAgeSec": 900, "bypassCacheOnRequestHeaders": [{"headerName": "X-Fresh"}],
+        "cachePolicy": {"includeHost": true, "includeQueryString": true,
+                        "queryStringWhitelist": ["page"]},
+    }));
+    let policy = policy.unwrap();
+    assert_eq!(
+        ttls(&policy),
+        (
+            Some("FORCE_CACHE_ALL".into()),
+            Some(60),
+            Some(120),
+            None,
+            Some(0)
+        )
+    );
+    assert_eq!(policy.negative_caching, Some(true));
+    let negative: Vec<_> = policy
+        .negative_caching_policy
+        .iter()
+        .map(|n| (n.code, n.ttl))
+        .collect();
+    assert_eq!(negative, [(Some(404), Some(30))]);
+    assert_eq!(policy.request_coalescing, Some(false));
+    assert_eq!(policy.signed_url_cache_max_age_sec, Some(900));
+    let bypass: Vec<_> = policy
+        .bypass_cache_on_request_headers
+        .iter()
+        .map(|h| h.header_name.clone())
+        .collect();
+    assert_eq!(bypass, [Some("X-Fresh".to_owned())]);
+    let key = policy.cache_key_policy.unwrap();
+    assert_eq!(
+        (
+            key.include_host,
+            key.include_protocol,
+            key.include_query_string
+        ),
+        (Some(true), Some(false), Some(true))
+    );
+    assert_eq!(key.query_string_whitelist, ["page"]);
+    assert!(key.query_string_blacklist.is_empty());
+
+    let (enabled, policy) = with_cdn(serde_json::json!({"enabled": false, "clientTtl": 60}));
+    assert_eq!((enabled, policy), (Some(false), None));
+}
+
+/// A `spec.tls` Secret is used when its type is `kubernetes.io/tls`, `Opaque` or unset (PEM
+/// `tls.crt` and `tls.key` are what matter); any other type is skipped with a Warning naming
+/// the Secret, and HTTPS goes on with the other certificates.
+#[test]
+fn tls_secrets_of_another_type_are_skipped_with_a_warning() {
+    let with_type = |type_: Option<&str>| {
+        let mut snapshot = features();
+        let secret = snapshot
+            .secrets
+            .get_mut(&ObjectKey::new("default", "shop-tls"))
+            .map(Arc::make_mut)
+            .unwrap();
+        secret.type_ = type_.map(str::to_owned);
+        translate(&snapshot, "shop").unwrap()
+    };
+    let self_managed = |d: &DesiredIngress| -> Vec<String> {
+        d.frontend
+            .ssl_certificates
+            .iter()
+            .map(|c| c.certificate.clone().unwrap())
+            .collect()
+    };
+    // shop-tls holds the certificate `MIIBshop`; the Ingress's other Secret stays as it is.
+    let from_shop_tls = |pem: &String| pem.contains("MIIBshop");
+    let tls = with_type(Some("kubernetes.io/tls"));
+    assert_eq!(
+        self_managed(&tls)
+            .iter()
+            .filter(|c| from_shop_tls(c))
+            .count(),
+        1
+    );
+    for accepted in [Some("Opaque"), None] {
+        let d = with_type(accepted);
+        assert_eq!(self_managed(&d), self_managed(&tls), "type {accepted:?}");
+        assert_eq!(d.findings, tls.findings, "type {accepted:?}");
+    }
+    let d = with_type(Some("kubernetes.io/basic-auth"));
+    let others: Vec<String> = self_managed(&tls)
+        .into_iter()
+        .filter(|c| !from_shop_tls(c))
+        .collect();
+    assert_eq!(self_managed(&d), others);
+    let warned: Vec<&str> = d
+        .findings
+        .iter()
+        .filter(|f| f.warning && f.message.contains("default/shop-tls"))
+        .map(|f| f.message.as_str())
+        .collect();
+    assert!(
+        warned.len() == 1 && warned[0].contains("is not of type kubernetes.io/tls"),
+        "{:#?}",
+        d.findings
+    );
 }

@@ -71,6 +71,9 @@ pub struct DesiredBackend {
     /// Target ports the L7 firewall rule must open for this backend (NEG target ports and a
     /// BackendConfig `healthCheck.port`).
     pub firewall_ports: BTreeSet<u16>,
+    /// Warnings about this backend that do not stop it (an endpoint of unknown zone, ...);
+    /// reported on every Ingress that uses it.
+    pub findings: Vec<Finding>,
 }
 
 /// The frontend of one Ingress: URL maps, proxies, forwarding rules and certificates.

@@ -5,8 +5,16 @@
 //! the API says to read as ready), or when its Pod is not Ready only because the readiness gate
 //! `cloud.google.com/load-balancer-neg-ready` is still pending: GKE attaches such Pods so the
 //! load balancer can health-check them before they receive traffic. Terminating endpoints are
-//! never attached. Zone: the endpoint's `zone` when it is one of the configured zones, else
-//! the first configured zone.
+//! never attached.
+//!
+//! Zones (a NEG endpoint must be in its NEG's zone): an endpoint's zone is its EndpointSlice
+//! `zone`, else the `topology.kubernetes.io/zone` label of its Node (`nodeName`), as the
+//! EndpointSlice controller and GKE's NEG controller read them. The NEG zones ([`neg_zones`])
+//! are the `--zone` override when given, else every zone of the cluster's Nodes and of the
+//! Service's endpoints, so a zone whose first Node appears gets its NEG and a zone whose last
+//! Node goes loses it. An endpoint whose zone is unknown, or not one of the override's zones,
+//! is put in no NEG (never in another zone's): it is listed in
+//! [`ServiceEndpoints::unplaced`] and reported as a Warning Event.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -20,12 +28,68 @@ use super::{ClusterSnapshot, NegEndpoint, ObjectKey, TranslateConfig};
 pub const NEG_READINESS_GATE: &str = "cloud.google.com/load-balancer-neg-ready";
 /// EndpointSlice label naming its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+/// Node label naming its zone (well-known label, set by the cloud provider / kubelet).
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+/// The deprecated twin of [`ZONE_LABEL`], still set on GKE nodes; read when the other is absent.
+pub const LEGACY_ZONE_LABEL: &str = "failure-domain.beta.kubernetes.io/zone";
+
+/// The zone of a Node from its labels ([`ZONE_LABEL`], else [`LEGACY_ZONE_LABEL`]).
+pub fn node_zone(labels: &BTreeMap<String, String>) -> Option<&str> {
+    labels
+        .get(ZONE_LABEL)
+        .or_else(|| labels.get(LEGACY_ZONE_LABEL))
+        .map(String::as_str)
+        .filter(|z| !z.is_empty())
+}
+
+/// The zones NEGs go in: the `--zone` override when set, else the zones of the cluster's
+/// Nodes ([`ClusterSnapshot::node_zones`]) and `extra` (the zones of a Service's endpoints).
+pub fn neg_zones<'a>(
+    snapshot: &'a ClusterSnapshot,
+    config: &TranslateConfig,
+    extra: impl IntoIterator<Item = &'a String>,
+) -> BTreeSet<String> {
+    if !config.zones.is_empty() {
+        return config.zones.iter().cloned().collect();
+    }
+    snapshot.node_zones.values().chain(extra).cloned().collect()
+}
+
+/// An endpoint put in no NEG, and why.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Unplaced {
+    /// The endpoint's IP address.
+    pub ip_address: String,
+    /// `Pod namespace/name`, or the EndpointSlice when the endpoint names no Pod.
+    pub target: String,
+    /// The zone it is in, when known.
+    pub zone: Option<String>,
+}
+
+impl std::fmt::Display for Unplaced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.zone {
+            Some(zone) => write!(
+                f,
+                "endpoint {} ({}) is in zone {zone}, which is not one of the operator's --zone list; it is in no NEG. Add {zone} to --zone (GCLB_ZONES), or drop --zone to follow the cluster's Nodes",
+                self.ip_address, self.target
+            ),
+            None => write!(
+                f,
+                "endpoint {} ({}) has no zone: its EndpointSlice entry has no zone and its Node has no topology.kubernetes.io/zone label; it is in no NEG (a NEG endpoint must be in the NEG's zone). Label the Node with its zone",
+                self.ip_address, self.target
+            ),
+        }
+    }
+}
 
 /// Endpoints of one Service port.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServiceEndpoints {
-    /// Endpoints per zone (only configured zones appear).
+    /// Endpoints per zone (only zones of [`neg_zones`] appear).
     pub by_zone: BTreeMap<String, BTreeSet<NegEndpoint>>,
+    /// Attachable endpoints put in no NEG: zone unknown, or not one of the override's zones.
+    pub unplaced: BTreeSet<Unplaced>,
     /// Target ports seen in the slices (or the Service's numeric targetPort when there are
     /// no slices yet).
     pub target_ports: BTreeSet<u16>,
@@ -66,15 +130,42 @@ pub fn service_endpoints(
             .iter()
             .filter(|e| attachable(snapshot, &service.namespace, e))
         {
-            let zone = zone_for(config, endpoint.zone.as_deref());
-            let Some(zone) = zone else { continue };
-            let set = out.by_zone.entry(zone.to_owned()).or_default();
-            for address in &endpoint.addresses {
-                set.insert(NegEndpoint {
-                    ip_address: address.clone(),
-                    port: i32::from(target),
-                    instance: endpoint.node_name.clone(),
-                });
+            let zone = endpoint_zone(snapshot, endpoint);
+            let placed =
+                zone.filter(|z| config.zones.is_empty() || config.zones.iter().any(|c| c == z));
+            match placed {
+                Some(zone) => {
+                    let set = out.by_zone.entry(zone.to_owned()).or_default();
+                    for address in &endpoint.addresses {
+                        set.insert(NegEndpoint {
+                            ip_address: address.clone(),
+                            port: i32::from(target),
+                            instance: endpoint.node_name.clone(),
+                        });
+                    }
+                }
+                None => {
+                    let target = match endpoint.target_ref.as_ref() {
+                        Some(r) => format!(
+                            "{} {}/{}",
+                            r.kind.as_deref().unwrap_or("Pod"),
+                            r.namespace.as_deref().unwrap_or(&service.namespace),
+                            r.name.as_deref().unwrap_or_default()
+                        ),
+                        None => format!(
+                            "EndpointSlice {}/{}",
+                            service.namespace,
+                            slice.metadata.name.as_deref().unwrap_or_default()
+                        ),
+                    };
+                    for address in &endpoint.addresses {
+                        out.unplaced.insert(Unplaced {
+                            ip_address: address.clone(),
+                            target: target.clone(),
+                            zone: zone.map(str::to_owned),
+                        });
+                    }
+                }
             }
         }
     }
@@ -98,13 +189,16 @@ fn belongs_to(slice: &EndpointSlice, service: &ObjectKey) -> bool {
             .is_some_and(|n| *n == service.name)
 }
 
-fn zone_for<'a>(config: &'a TranslateConfig, zone: Option<&str>) -> Option<&'a str> {
-    config
-        .zones
-        .iter()
-        .find(|z| Some(z.as_str()) == zone)
-        .or_else(|| config.zones.first())
-        .map(String::as_str)
+/// The endpoint's zone: its own `zone`, else its Node's zone label.
+fn endpoint_zone<'a>(snapshot: &'a ClusterSnapshot, endpoint: &'a Endpoint) -> Option<&'a str> {
+    endpoint
+        .zone
+        .as_deref()
+        .filter(|z| !z.is_empty())
+        .or_else(|| {
+            let node = endpoint.node_name.as_deref()?;
+            snapshot.node_zones.get(node).map(String::as_str)
+        })
 }
 
 fn attachable(snapshot: &ClusterSnapshot, namespace: &str, endpoint: &Endpoint) -> bool {

@@ -118,6 +118,16 @@ pub enum TranslateError {
         /// The limit (15).
         max: usize,
     },
+    /// A BackendConfig value its CRD refuses (stored before the CRD had that bound or rule).
+    #[error("BackendConfig {backend_config}: {field} {reason}; fix the field in the BackendConfig (the CRD refuses this value now; the object was stored before it did)")]
+    InvalidBackendConfig {
+        /// The BackendConfig, `namespace/name`.
+        backend_config: String,
+        /// Field path, e.g. `spec.healthCheck.timeoutSec`.
+        field: String,
+        /// What is wrong, e.g. `is 4000, outside 0..=3600`.
+        reason: String,
+    },
     /// A BackendConfig names a Secret that is missing or lacks a key.
     #[error("BackendConfig {backend_config}: {field} names Secret {secret}, which {reason}; create the Secret with that key or fix the field")]
     BackendConfigSecret {

@@ -7,6 +7,7 @@
 //! environment).
 
 pub mod annotations;
+pub mod backend_config_checks;
 pub mod backends;
 pub mod certificates;
 pub mod desired;
@@ -25,14 +26,67 @@ pub mod url_map;
 
 pub use desired::*;
 pub use errors::TranslateError;
-pub use firewall::{firewall_hint, translate_firewall, FirewallHintOp};
+pub use firewall::{
+    firewall_hint, google_ranges_blocked, translate_firewall, FirewallBlock, FirewallHintOp,
+};
 pub use ownership::owns_ingress;
 pub use snapshot::{ClusterSnapshot, ObjectKey, SnapshotObject};
 
 use k8s_openapi::api::networking::v1::Ingress;
 
-/// The IngressClass controller value GKE's controller (and this operator) answers to.
+/// The IngressClass controller value GKE's controller answers to (and this operator in
+/// takeover mode).
 pub const GCE_INGRESS_CONTROLLER: &str = "k8s.io/ingress-gce";
+/// The IngressClass controller value this operator answers to beside GKE's controller.
+pub const GCLB_INGRESS_CONTROLLER: &str = "gclb-operator.dev/gclb";
+/// The class GKE's controller serves (takeover mode's default `--ingress-class`).
+pub const GCE_CLASS: &str = "gce";
+/// This operator's own class (the default `--ingress-class`).
+pub const GCLB_CLASS: &str = "gclb";
+
+/// How the operator shares a cluster with GKE's Ingress controller (`gclb-operator run
+/// --takeover`; docs/install.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Beside GKE's controller (the HttpLoadBalancing add-on on, or no GKE at all): its own
+    /// IngressClass controller [`GCLB_INGRESS_CONTROLLER`] and class [`GCLB_CLASS`], never the
+    /// cluster default unless a user marks it so, its own finalizer and its own resource names
+    /// ([`namer::Scheme::Own`]). Ingresses of class `gce`, and Ingresses without a class when
+    /// no default IngressClass is ours, are GKE's and never touched.
+    #[default]
+    Coexist,
+    /// In place of GKE's controller (the add-on disabled): class `gce`, the
+    /// `kubernetes.io/ingress.class: gce` annotation and Ingresses without a class as GKE
+    /// serves them, GKE's finalizer and GKE's names ([`namer::Scheme::Gke`]), so the load
+    /// balancers GKE's controller built are adopted by name instead of built again.
+    Takeover,
+}
+
+impl Mode {
+    /// The IngressClass `spec.controller` value served.
+    pub fn controller(self) -> &'static str {
+        match self {
+            Self::Coexist => GCLB_INGRESS_CONTROLLER,
+            Self::Takeover => GCE_INGRESS_CONTROLLER,
+        }
+    }
+
+    /// The class served by default (`--ingress-class`).
+    pub fn default_class(self) -> &'static str {
+        match self {
+            Self::Coexist => GCLB_CLASS,
+            Self::Takeover => GCE_CLASS,
+        }
+    }
+
+    /// The resource names used.
+    pub fn scheme(self) -> namer::Scheme {
+        match self {
+            Self::Coexist => namer::Scheme::Own,
+            Self::Takeover => namer::Scheme::Gke,
+        }
+    }
+}
 
 /// Operator-wide settings translation needs; built once by the controller from the command line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,8 +95,15 @@ pub struct TranslateConfig {
     pub project: String,
     /// VPC network name (not URL), e.g. `default`.
     pub network: String,
-    /// Zones the cluster's nodes run in; NEGs are created in each. Endpoints whose
-    /// EndpointSlice `zone` is not one of these go to the first zone.
+    /// Project that owns the network, its subnetworks and its firewall rules: the Shared VPC
+    /// host project on a Shared VPC cluster, else the cluster's own `project` (Google Cloud
+    /// "Shared VPC overview": the network and firewall live in the host project).
+    pub network_project: String,
+    /// Subnetwork name (in the NEGs' region, owned by `network_project`) the NEGs name;
+    /// `None` leaves `subnetwork` unset (the API picks the network's subnetwork of the zone).
+    pub subnetwork: Option<String>,
+    /// `--zone` override: NEGs in exactly these zones, endpoints of other zones in none. Empty
+    /// (the default): the zones of the cluster's Nodes ([`endpoints::neg_zones`]).
     pub zones: Vec<String>,
     /// Cluster name (informational; not part of any resource name).
     pub cluster_name: String,
@@ -51,7 +112,11 @@ pub struct TranslateConfig {
     pub cluster_uid: String,
     /// UID of the kube-system Namespace (salt of the v2 frontend names).
     pub kube_system_uid: String,
-    /// IngressClass name / `kubernetes.io/ingress.class` value this operator owns (default "gce").
+    /// How the operator shares the cluster with GKE's controller: which IngressClass
+    /// controller it answers to, whether "no class" can be its, and its resource names.
+    pub mode: Mode,
+    /// IngressClass name / `kubernetes.io/ingress.class` value this operator owns
+    /// ([`Mode::default_class`] unless `--ingress-class` says otherwise).
     pub ingress_class: String,
     /// Default backend Service when an Ingress has no spec.defaultBackend (GKE:
     /// kube-system/default-http-backend, port name "http"): (namespace, service, port name or
@@ -64,8 +129,9 @@ pub struct TranslateConfig {
 
 impl TranslateConfig {
     /// A config with GKE's defaults for everything but the project, network, zones and the
-    /// kube-system Namespace UID: class `gce`, default backend
-    /// `kube-system/default-http-backend:http`, no target tags.
+    /// kube-system Namespace UID: takeover mode (class `gce`, GKE's names), default backend
+    /// `kube-system/default-http-backend:http`, no target tags. [`TranslateConfig::with_mode`]
+    /// switches to the operator's own names and class.
     pub fn new(
         project: &str,
         network: &str,
@@ -76,11 +142,14 @@ impl TranslateConfig {
         Self {
             project: project.to_owned(),
             network: network.to_owned(),
+            network_project: project.to_owned(),
+            subnetwork: None,
             zones: zones.iter().map(|z| (*z).to_owned()).collect(),
             cluster_name: cluster_name.to_owned(),
             cluster_uid: namer::cluster_uid8(kube_system_uid),
             kube_system_uid: kube_system_uid.to_owned(),
-            ingress_class: "gce".to_owned(),
+            mode: Mode::Takeover,
+            ingress_class: GCE_CLASS.to_owned(),
             default_backend: Some((
                 "kube-system".to_owned(),
                 "default-http-backend".to_owned(),
@@ -90,9 +159,58 @@ impl TranslateConfig {
         }
     }
 
-    /// `projects/{project}/global/networks/{network}`.
+    /// This config in `mode`, serving that mode's default class.
+    pub fn with_mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self.ingress_class = mode.default_class().to_owned();
+        self
+    }
+
+    /// Names of one Ingress's frontend resources.
+    pub fn frontend_namer(&self, namespace: &str, name: &str) -> namer::FrontendNamer {
+        namer::FrontendNamer::new(
+            self.mode.scheme(),
+            &self.cluster_uid,
+            &self.kube_system_uid,
+            namespace,
+            name,
+        )
+    }
+
+    /// Name of the backend service, health check and NEGs of one Service port.
+    pub fn backend_name(&self, namespace: &str, service: &str, port: i32) -> String {
+        namer::backend(
+            self.mode.scheme(),
+            &self.cluster_uid,
+            namespace,
+            service,
+            port,
+        )
+    }
+
+    /// Name of the shared L7 firewall rule.
+    pub fn l7_firewall_name(&self) -> String {
+        namer::l7_firewall(self.mode.scheme(), &self.cluster_uid)
+    }
+
+    /// `projects/{network_project}/global/networks/{network}`.
     pub fn network_ref(&self) -> String {
-        format!("projects/{}/global/networks/{}", self.project, self.network)
+        format!(
+            "projects/{}/global/networks/{}",
+            self.network_project, self.network
+        )
+    }
+
+    /// `projects/{network_project}/regions/{region of zone}/subnetworks/{subnetwork}`, when a
+    /// subnetwork is configured.
+    pub fn subnetwork_ref(&self, zone: &str) -> Option<String> {
+        let region = zone.rsplit_once('-').map_or(zone, |(r, _)| r);
+        self.subnetwork.as_ref().map(|s| {
+            format!(
+                "projects/{}/regions/{region}/subnetworks/{s}",
+                self.network_project
+            )
+        })
     }
 
     /// `projects/{project}/global/{collection}/{name}`, e.g. collection `backendServices`.
@@ -119,15 +237,9 @@ pub fn translate_ingress(
     config: &TranslateConfig,
 ) -> Result<DesiredIngress, TranslateError> {
     let key = ObjectKey::of(ingress);
-    let namer = namer::FrontendNamer::new(
-        &config.cluster_uid,
-        &config.kube_system_uid,
-        &key.namespace,
-        &key.name,
-    );
+    let namer = config.frontend_namer(&key.namespace, &key.name);
     let default = default_backend(snapshot, ingress, config, &key)?;
-    let default_name = namer::backend(
-        &config.cluster_uid,
+    let default_name = config.backend_name(
         &default.key.namespace,
         &default.key.service,
         default.key.port,
@@ -140,6 +252,9 @@ pub fn translate_ingress(
     for resolved in std::iter::once(&default).chain(plan.backends.iter()) {
         let desired = backends::desired_backend(snapshot, config, resolved)?;
         let name = desired.backend_service.name.clone().unwrap_or_default();
+        if !backends.contains_key(&name) {
+            findings.extend(desired.findings.iter().cloned());
+        }
         backends.entry(name).or_insert(desired);
     }
     let frontend = frontend::frontend(
@@ -199,6 +314,8 @@ fn default_backend<'a>(
 #[cfg(test)]
 mod backends_tests;
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod golden_tests;
 #[cfg(test)]
 mod invariants_tests;
@@ -206,3 +323,5 @@ mod invariants_tests;
 mod test_support;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod zones_tests;

@@ -1,12 +1,20 @@
 //! Every Compute resource name the operator uses comes from here.
 //!
-//! The scheme is GKE's, so resources are recognisable to GKE users
-//! (`reference/ingress-gce-inventory.md` section 4; ingress-gce `pkg/utils/namer`):
-//! - per-Ingress frontend resources use the v2 scheme `k8s2-<kind>-<lb>` where
-//!   `lb = <clusterUID8>-<ns'>-<name'>-<ContentHash("<kubeSystemUID>;<ns>;<name>", 8)>`;
-//! - per-Service-port backends (backend service, health check, NEG) use
-//!   `k8s1-<uid8>-<ns'>-<svc'>-<port'>-<sha256hex("<uid8>;<ns>;<svc>;<port>")[:8]>`;
-//! - the shared L7 firewall rule is `k8s-fw-l7--<uid>`.
+//! Two schemes ([`Scheme`]), chosen by the operator's mode:
+//! - [`Scheme::Gke`] (takeover mode) is GKE's, so the resources of an Ingress GKE's controller
+//!   built are found and adopted by name (`reference/ingress-gce-inventory.md` section 4;
+//!   ingress-gce `pkg/utils/namer`):
+//!   - per-Ingress frontend resources use the v2 scheme `k8s2-<kind>-<lb>` where
+//!     `lb = <clusterUID8>-<ns'>-<name'>-<ContentHash("<kubeSystemUID>;<ns>;<name>", 8)>`;
+//!   - per-Service-port backends (backend service, health check, NEG) use
+//!     `k8s1-<uid8>-<ns'>-<svc'>-<port'>-<sha256hex("<uid8>;<ns>;<svc>;<port>")[:8]>`;
+//!   - the shared L7 firewall rule is `k8s-fw-l7--<uid>`.
+//! - [`Scheme::Own`] (the default, beside GKE's controller) has the same shapes and lengths
+//!   with the operator's own prefix `gclb-` in place of `k8s2-`, `k8s1-` and `k8s-`:
+//!   `gclb-<kind>-<lb>`, `gclb-<uid8>-<ns'>-<svc'>-<port'>-<hash>`, `gclb-fw-l7--<uid>`. GKE's
+//!   controller only ever builds, adopts or garbage-collects names starting with `k8s`, and
+//!   this operator in that scheme only names starting with `gclb-`, so the two can share a
+//!   project and a cluster without touching each other's resources.
 //!
 //! `ns'`, `name'` ... are cut by [`trim_fields_evenly`]; the hash suffix of the full values keeps
 //! names unique across namespaces and clusters even when the readable part is cut. Every name
@@ -72,20 +80,64 @@ pub fn trim_fields_evenly(max: usize, fields: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// Which names the operator uses (module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Scheme {
+    /// The operator's own names, `gclb-...`: never one GKE's controller builds or collects.
+    #[default]
+    Own,
+    /// GKE's names, `k8s2-...`, `k8s1-...`, `k8s-fw-l7--...` (takeover mode).
+    Gke,
+}
+
+impl Scheme {
+    /// Prefix of per-Ingress frontend names (`k8s2` or `gclb`, 4 characters).
+    pub fn frontend(self) -> &'static str {
+        match self {
+            Self::Own => "gclb",
+            Self::Gke => "k8s2",
+        }
+    }
+
+    /// Prefix of per-Service-port backend names (`k8s1` or `gclb`, 4 characters).
+    pub fn backend(self) -> &'static str {
+        match self {
+            Self::Own => "gclb",
+            Self::Gke => "k8s1",
+        }
+    }
+
+    /// Prefix of the shared firewall rule's name, before `-fw-l7`.
+    fn firewall(self) -> &'static str {
+        match self {
+            Self::Own => "gclb",
+            Self::Gke => "k8s",
+        }
+    }
+}
+
 /// Names for one Ingress's frontend resources (the v2 scheme).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrontendNamer {
+    scheme: Scheme,
     cluster_uid8: String,
     lb: String,
 }
 
 impl FrontendNamer {
     /// `cluster_uid8` from [`cluster_uid8`], `kube_system_uid` the raw Namespace UID.
-    pub fn new(cluster_uid8: &str, kube_system_uid: &str, namespace: &str, name: &str) -> Self {
+    pub fn new(
+        scheme: Scheme,
+        cluster_uid8: &str,
+        kube_system_uid: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Self {
         let trimmed = trim_fields_evenly(FRONTEND_FIELDS_BUDGET, &[namespace, name]);
         let suffix = content_hash(&format!("{kube_system_uid};{namespace};{name}"), 8);
         let lb = format!("{cluster_uid8}-{}-{}-{suffix}", trimmed[0], trimmed[1]);
         Self {
+            scheme,
             cluster_uid8: cluster_uid8.to_owned(),
             lb,
         }
@@ -97,7 +149,7 @@ impl FrontendNamer {
     }
 
     fn named(&self, kind: &str) -> String {
-        format!("k8s2-{kind}-{}", self.lb)
+        format!("{}-{kind}-{}", self.scheme.frontend(), self.lb)
     }
 
     /// URL map `k8s2-um-<lb>`.
@@ -128,7 +180,8 @@ impl FrontendNamer {
     /// for a certificate chain in PEM form (`tls.crt`).
     pub fn ssl_certificate(&self, cert_pem: &[u8]) -> String {
         format!(
-            "k8s2-cr-{}-{}-{}",
+            "{}-cr-{}-{}-{}",
+            self.scheme.frontend(),
             self.cluster_uid8,
             content_hash(&self.lb, 16),
             sha256_hex(cert_pem, 16)
@@ -137,7 +190,8 @@ impl FrontendNamer {
     /// Prefix shared by every self-managed certificate of this Ingress (to find stale ones).
     pub fn ssl_certificate_prefix(&self) -> String {
         format!(
-            "k8s2-cr-{}-{}-",
+            "{}-cr-{}-{}-",
+            self.scheme.frontend(),
             self.cluster_uid8,
             content_hash(&self.lb, 16)
         )
@@ -146,35 +200,39 @@ impl FrontendNamer {
 
 /// Name of the backend service, health check and NEGs of one Service port (the NEG scheme,
 /// `k8s1-...`, 63 chars at most). `uid` is the cluster UID (only its first 8 chars are used).
-pub fn backend(uid: &str, namespace: &str, service: &str, port: i32) -> String {
+pub fn backend(scheme: Scheme, uid: &str, namespace: &str, service: &str, port: i32) -> String {
     let uid8: String = uid.chars().take(8).collect();
     let port = port.to_string();
     let trimmed = trim_fields_evenly(NEG_FIELDS_BUDGET, &[namespace, service, &port]);
     let suffix = sha256_hex(format!("{uid8};{namespace};{service};{port}").as_bytes(), 8);
     format!(
-        "k8s1-{uid8}-{}-{}-{}-{suffix}",
-        trimmed[0], trimmed[1], trimmed[2]
+        "{}-{uid8}-{}-{}-{}-{suffix}",
+        scheme.backend(),
+        trimmed[0],
+        trimmed[1],
+        trimmed[2]
     )
 }
 
 /// Prefix of every backend name of this cluster (`k8s1-<uid8>-`), for garbage collection.
-pub fn backend_prefix(uid: &str) -> String {
+pub fn backend_prefix(scheme: Scheme, uid: &str) -> String {
     let uid8: String = uid.chars().take(8).collect();
-    format!("k8s1-{uid8}-")
+    format!("{}-{uid8}-", scheme.backend())
 }
 
 /// Prefix of every v2 frontend resource name of this cluster for `kind` (e.g. `um`):
 /// `k8s2-<kind>-<uid8>-`, for garbage collection.
-pub fn frontend_prefix(kind: &str, cluster_uid8: &str) -> String {
-    format!("k8s2-{kind}-{cluster_uid8}-")
+pub fn frontend_prefix(scheme: Scheme, kind: &str, cluster_uid8: &str) -> String {
+    format!("{}-{kind}-{cluster_uid8}-", scheme.frontend())
 }
 
 /// The shared L7 firewall rule: `k8s-fw-l7--<uid>` (`k8s-fw-l7` when `uid` is empty).
-pub fn l7_firewall(uid: &str) -> String {
+pub fn l7_firewall(scheme: Scheme, uid: &str) -> String {
+    let prefix = scheme.firewall();
     if uid.is_empty() {
-        "k8s-fw-l7".to_owned()
+        format!("{prefix}-fw-l7")
     } else {
-        format!("k8s-fw-l7--{uid}")
+        format!("{prefix}-fw-l7--{uid}")
     }
 }
 

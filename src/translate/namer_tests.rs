@@ -10,7 +10,13 @@ use super::*;
 const KUBE_SYSTEM_UID: &str = "5a6b7c8d-0000-4000-8000-123456789abc";
 
 fn frontend(ns: &str, name: &str) -> FrontendNamer {
-    FrontendNamer::new(&cluster_uid8(KUBE_SYSTEM_UID), KUBE_SYSTEM_UID, ns, name)
+    FrontendNamer::new(
+        Scheme::Gke,
+        &cluster_uid8(KUBE_SYSTEM_UID),
+        KUBE_SYSTEM_UID,
+        ns,
+        name,
+    )
 }
 
 fn is_valid_gce_name(name: &str) -> bool {
@@ -111,10 +117,11 @@ fn long_frontend_names_are_trimmed_to_63() {
 fn backend_names_follow_the_neg_scheme() {
     let uid = cluster_uid8(KUBE_SYSTEM_UID);
     assert_eq!(
-        backend(&uid, "default", "my-products", 60000),
+        backend(Scheme::Gke, &uid, "default", "my-products", 60000),
         "k8s1-b9cddxmo-default-my-products-60000-beaa5af3"
     );
     let long = backend(
+        Scheme::Gke,
         &uid,
         "a-very-long-namespace-name-for-testing",
         "a-service-with-a-really-long-name-too",
@@ -124,13 +131,13 @@ fn backend_names_follow_the_neg_scheme() {
         long,
         "k8s1-b9cddxmo-a-very-long-namespa-a-service-with-a--65-af71d950"
     );
-    assert!(long.starts_with(&backend_prefix(&uid)));
+    assert!(long.starts_with(&backend_prefix(Scheme::Gke, &uid)));
 }
 
 #[test]
 fn firewall_and_legacy_names() {
-    assert_eq!(l7_firewall("b9cddxmo"), "k8s-fw-l7--b9cddxmo");
-    assert_eq!(l7_firewall(""), "k8s-fw-l7");
+    assert_eq!(l7_firewall(Scheme::Gke, "b9cddxmo"), "k8s-fw-l7--b9cddxmo");
+    assert_eq!(l7_firewall(Scheme::Gke, ""), "k8s-fw-l7");
     let long = "x".repeat(70);
     assert_eq!(truncate_legacy(&long), format!("{}0", "x".repeat(62)));
     assert_eq!(truncate_legacy("short"), "short");
@@ -180,7 +187,7 @@ fn random_names_are_valid_and_collision_free() {
         if !seen_inputs.insert((cluster, ns.clone(), name.clone(), port)) {
             continue;
         }
-        let fe = FrontendNamer::new(&uid, cluster, &ns, &name);
+        let fe = FrontendNamer::new(Scheme::Gke, &uid, cluster, &ns, &name);
         for n in [
             fe.url_map(),
             fe.target_http_proxy(),
@@ -190,7 +197,7 @@ fn random_names_are_valid_and_collision_free() {
             assert!(is_valid_gce_name(&n), "invalid name {n:?} for {ns}/{name}");
         }
         frontends.insert((cluster, ns.clone(), name.clone(), fe.url_map()));
-        let be = backend(&uid, &ns, &name, port);
+        let be = backend(Scheme::Gke, &uid, &ns, &name, port);
         assert!(is_valid_gce_name(&be), "invalid backend name {be:?}");
         backends.insert(be);
     }
@@ -211,7 +218,13 @@ fn random_names_are_valid_and_collision_free() {
 fn same_names_in_other_namespaces_or_clusters_differ() {
     let a = frontend("team-a", "web");
     let b = frontend("team-b", "web");
-    let other = FrontendNamer::new(&cluster_uid8("other"), "other", "team-a", "web");
+    let other = FrontendNamer::new(
+        Scheme::Gke,
+        &cluster_uid8("other"),
+        "other",
+        "team-a",
+        "web",
+    );
     assert_ne!(a.url_map(), b.url_map());
     assert_ne!(a.url_map(), other.url_map());
     // "a-b"/"c" and "a"/"b-c" read alike once joined; the hash keeps them apart.
@@ -220,7 +233,10 @@ fn same_names_in_other_namespaces_or_clusters_differ() {
         frontend("a", "b-c").url_map()
     );
     let uid = cluster_uid8(KUBE_SYSTEM_UID);
-    assert_ne!(backend(&uid, "a-b", "c", 80), backend(&uid, "a", "b-c", 80));
+    assert_ne!(
+        backend(Scheme::Gke, &uid, "a-b", "c", 80),
+        backend(Scheme::Gke, &uid, "a", "b-c", 80)
+    );
 }
 
 #[test]
@@ -258,4 +274,53 @@ fn managed_certificate_names_are_stable_per_domain_set() {
         is_valid_gce_name(&a) && a.starts_with("mcrt-b9cddxmo-"),
         "{a}"
     );
+}
+
+/// The operator's own scheme: the same shapes and lengths as GKE's with `gclb-` in place of
+/// `k8s2-`, `k8s1-` and `k8s-`, valid names for the longest inputs, and never a name GKE's
+/// scheme gives for the same cluster and objects.
+#[test]
+fn own_scheme_names_never_start_like_gkes() {
+    let uid = cluster_uid8(KUBE_SYSTEM_UID);
+    let own = FrontendNamer::new(Scheme::Own, &uid, KUBE_SYSTEM_UID, "default", "my-ingress");
+    assert_eq!(
+        own.url_map(),
+        "gclb-um-b9cddxmo-default-my-ingress-i1vq1kma"
+    );
+    assert_eq!(
+        own.ssl_certificate(b"pem"),
+        frontend("default", "my-ingress")
+            .ssl_certificate(b"pem")
+            .replacen("k8s2-", "gclb-", 1)
+    );
+    assert_eq!(
+        backend(Scheme::Own, &uid, "default", "my-products", 60000),
+        "gclb-b9cddxmo-default-my-products-60000-beaa5af3"
+    );
+    assert_eq!(l7_firewall(Scheme::Own, &uid), "gclb-fw-l7--b9cddxmo");
+    let long_ns = "n".repeat(63);
+    let long_name = "x".repeat(63);
+    for scheme in [Scheme::Own, Scheme::Gke] {
+        let fe = FrontendNamer::new(scheme, &uid, KUBE_SYSTEM_UID, &long_ns, &long_name);
+        for n in [
+            fe.url_map(),
+            fe.https_forwarding_rule(),
+            fe.ssl_certificate(b"pem"),
+            backend(scheme, &uid, &long_ns, &long_name, 65535),
+        ] {
+            assert!(is_valid_gce_name(&n), "{scheme:?}: {n}");
+        }
+    }
+    let gke = frontend("default", "my-ingress");
+    for (o, g) in [
+        (own.url_map(), gke.url_map()),
+        (own.target_https_proxy(), gke.target_https_proxy()),
+        (
+            backend(Scheme::Own, &uid, "default", "web", 80),
+            backend(Scheme::Gke, &uid, "default", "web", 80),
+        ),
+    ] {
+        assert!(o.starts_with("gclb-") && g.starts_with("k8s"), "{o} {g}");
+        assert_ne!(o, g);
+    }
 }

@@ -67,6 +67,9 @@ pub struct ClusterSnapshot {
     pub frontend_configs: BTreeMap<ObjectKey, Arc<FrontendConfig>>,
     /// ManagedCertificates.
     pub managed_certificates: BTreeMap<ObjectKey, Arc<ManagedCertificate>>,
+    /// Zone of each Node that has one (`topology.kubernetes.io/zone`), by Node name: where
+    /// NEGs go and the zone of endpoints whose EndpointSlice entry names none.
+    pub node_zones: BTreeMap<String, String>,
 }
 
 impl ClusterSnapshot {

@@ -79,7 +79,13 @@ fn path_rules(d: &DesiredIngress) -> Vec<(String, Vec<(String, String)>)> {
 }
 
 fn backend_name(service: &str, port: i32) -> String {
-    namer::backend(&config().cluster_uid, "default", service, port)
+    namer::backend(
+        namer::Scheme::Gke,
+        &config().cluster_uid,
+        "default",
+        service,
+        port,
+    )
 }
 
 // ---- ownership ----
@@ -136,6 +142,98 @@ fn ownership_follows_annotation_class_name_and_default_class() {
         "{name: gce, annotations: {ingressclass.kubernetes.io/is-default-class: \"true\"}}",
     );
     assert!(owns(&format!("{gce_default}---\n{}", with("", ""))));
+}
+
+/// Beside GKE's controller (the default mode) only class `gclb` and IngressClasses with
+/// controller `gclb-operator.dev/gclb` are ours: GKE's `gce` Ingresses, by annotation, by class
+/// or by default, never are, and "no default IngressClass" does not mean ours.
+#[test]
+fn coexisting_ownership_leaves_gke_ingresses_alone() {
+    let owns_coexisting = |objects: &str| {
+        let snapshot = snapshot_from_yaml(objects);
+        let ing = snapshot.ingresses.values().next().unwrap();
+        owns_ingress(&snapshot, ing, &config().with_mode(Mode::Coexist))
+    };
+    let with = |meta: &str, spec: &str| {
+        format!("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: i{meta}}}\nspec: {{{spec}}}\n")
+    };
+    let gclb_class = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: gclb}\nspec: {controller: gclb-operator.dev/gclb}\n";
+    let gce_default = GCE_CLASS.replace(
+        "{name: gce}",
+        "{name: gce, annotations: {ingressclass.kubernetes.io/is-default-class: \"true\"}}",
+    );
+    // GKE's: annotation gce, class gce (object or not), no class with gce the default, and no
+    // class with no default at all.
+    for gke in [
+        with(", annotations: {kubernetes.io/ingress.class: gce}", ""),
+        format!("{GCE_CLASS}---\n{}", with("", "ingressClassName: gce")),
+        with("", "ingressClassName: gce"),
+        format!("{gce_default}---\n{}", with("", "")),
+        with("", ""),
+        // An IngressClass named gclb that another controller serves is not ours either.
+        format!(
+            "{}---\n{}",
+            GCE_CLASS.replace("{name: gce}", "{name: gclb}"),
+            with("", "ingressClassName: gclb")
+        ),
+    ] {
+        assert!(!owns_coexisting(&gke), "claimed GKE's Ingress:\n{gke}");
+    }
+    // Ours: annotation gclb, class gclb (object or not), no class with gclb the default.
+    let gclb_default = gclb_class.replace(
+        "{name: gclb}",
+        "{name: gclb, annotations: {ingressclass.kubernetes.io/is-default-class: \"true\"}}",
+    );
+    for ours in [
+        with(", annotations: {kubernetes.io/ingress.class: gclb}", ""),
+        format!("{gclb_class}---\n{}", with("", "ingressClassName: gclb")),
+        with("", "ingressClassName: gclb"),
+        format!("{gclb_default}---\n{}", with("", "")),
+    ] {
+        assert!(owns_coexisting(&ours), "did not claim:\n{ours}");
+    }
+    // In takeover mode the same gclb Ingresses are not served.
+    assert!(!owns(&format!(
+        "{gclb_class}---\n{}",
+        with("", "ingressClassName: gclb")
+    )));
+}
+
+/// The default mode's names start with `gclb-`, never with GKE's `k8s`, for every resource of a
+/// translated Ingress.
+#[test]
+fn coexisting_translation_names_every_resource_gclb() {
+    let snapshot = snapshot_from_yaml(&format!(
+        "{BASE}\n---\n{}",
+        ingress("  defaultBackend:\n    service: {name: web, port: {number: 80}}\n  rules:\n  - http:\n      paths:\n      - {path: /api, pathType: Prefix, backend: {service: {name: api, port: {number: 8081}}}}\n")
+    ));
+    let ing = snapshot.ingresses.values().next().unwrap();
+    let config = config().with_mode(Mode::Coexist);
+    let desired = translate_ingress(&snapshot, ing, &config).unwrap();
+    let mut names = vec![desired
+        .frontend
+        .url_map
+        .as_ref()
+        .unwrap()
+        .name
+        .clone()
+        .unwrap()];
+    for (name, b) in &desired.backends {
+        names.push(name.clone());
+        names.push(b.health_check.name.clone().unwrap());
+        names.extend(b.negs.iter().map(|n| n.neg.name.clone().unwrap()));
+        for backend in &b.backend_service.backends {
+            names.push(backend.group.clone().unwrap());
+        }
+    }
+    for name in &names {
+        let last = name.rsplit('/').next().unwrap();
+        assert!(last.starts_with("gclb-"), "{name}");
+    }
+    assert_eq!(
+        config.l7_firewall_name(),
+        format!("gclb-fw-l7--{}", config.cluster_uid)
+    );
 }
 
 // ---- errors: each names the Ingress and the field ----
@@ -484,6 +582,7 @@ fn default_backend_is_spec_default_backend_else_the_system_one() {
     assert_eq!(d.backends.len(), 1, "only the default backend is used");
     let d = translate_yaml(&ingress("  rules: []\n")).unwrap();
     let system = namer::backend(
+        namer::Scheme::Gke,
         &config().cluster_uid,
         "kube-system",
         "default-http-backend",
@@ -605,4 +704,123 @@ fn scale_figures() {
         snapshot.pods.len(),
         elapsed / u32::try_from(desired.len()).unwrap()
     );
+}
+
+/// Only the system default backend (`kube-system/default-http-backend`) is probed on
+/// `/healthz`; a Service of the same name in another namespace, or another Service in
+/// kube-system, gets the ordinary default path `/`.
+#[test]
+fn only_the_system_default_backend_is_probed_on_healthz() {
+    let snapshot = snapshot_from_yaml(&format!(
+        r#"{BASE}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: default-http-backend}}
+spec:
+  ports: [{{port: 80, targetPort: 8080}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: metrics, namespace: kube-system}}
+spec:
+  ports: [{{port: 80, targetPort: 8080}}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: same-name}}
+spec:
+  defaultBackend: {{service: {{name: default-http-backend, port: {{number: 80}}}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: same-namespace, namespace: kube-system}}
+spec:
+  rules:
+  - http:
+      paths:
+      - {{path: /, pathType: Prefix, backend: {{service: {{name: metrics, port: {{number: 80}}}}}}}}
+"#
+    ));
+    use std::collections::BTreeMap;
+    let request_paths = |namespace: &str, ingress: &str| -> BTreeMap<String, String> {
+        let ing = &snapshot.ingresses[&ObjectKey::new(namespace, ingress)];
+        let desired = translate_ingress(&snapshot, ing, &config()).unwrap();
+        desired
+            .backends
+            .values()
+            .map(|b| {
+                let check = b.health_check.http_health_check.as_ref().unwrap();
+                (
+                    format!("{}/{}", b.key.namespace, b.key.service),
+                    check.request_path.clone().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        request_paths("default", "same-name"),
+        BTreeMap::from([("default/default-http-backend".into(), "/".into())])
+    );
+    assert_eq!(
+        request_paths("kube-system", "same-namespace"),
+        BTreeMap::from([
+            ("kube-system/default-http-backend".into(), "/healthz".into()),
+            ("kube-system/metrics".into(), "/".into()),
+        ])
+    );
+}
+
+/// An EndpointSlice port without a usable number (0) carries no endpoints: none are attached
+/// with port 0, and the firewall opens the Service's `targetPort` instead of port 0. The slice
+/// of the same Service with a real port still counts.
+#[test]
+fn endpoint_slice_ports_of_zero_are_skipped() {
+    let d = translate_yaml(&format!(
+        r#"apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: api-1, labels: {{kubernetes.io/service-name: api}}}}
+addressType: IPv4
+ports: [{{port: 0}}]
+endpoints:
+- addresses: ["10.0.0.2"]
+  zone: us-central1-a
+---
+{}"#,
+        ingress("  defaultBackend: {service: {name: api, port: {number: 8081}}}\n")
+    ))
+    .unwrap();
+    let api = &d.backends[&backend_name("api", 8081)];
+    let endpoints: Vec<_> = api.negs.iter().flat_map(|n| &n.endpoints).collect();
+    assert!(endpoints.is_empty(), "{endpoints:?}");
+    assert_eq!(
+        api.firewall_ports.iter().copied().collect::<Vec<_>>(),
+        [9000]
+    );
+
+    let d = translate_yaml(&format!(
+        r#"apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: api-1, labels: {{kubernetes.io/service-name: api}}}}
+addressType: IPv4
+ports: [{{port: 9000}}]
+endpoints:
+- addresses: ["10.0.0.2"]
+  zone: us-central1-a
+---
+{}"#,
+        ingress("  defaultBackend: {service: {name: api, port: {number: 8081}}}\n")
+    ))
+    .unwrap();
+    let api = &d.backends[&backend_name("api", 8081)];
+    let endpoints: Vec<_> = api
+        .negs
+        .iter()
+        .flat_map(|n| {
+            n.endpoints
+                .iter()
+                .map(move |e| (n.zone.as_str(), e.ip_address.as_str(), e.port))
+        })
+        .collect();
+    assert_eq!(endpoints, [("us-central1-a", "10.0.0.2", 9000)]);
 }

@@ -120,8 +120,7 @@ pub fn url_map<'a>(
                 &path.backend,
                 &format!("{field}.backend"),
             )?;
-            let bs_name = namer::backend(
-                &config.cluster_uid,
+            let bs_name = config.backend_name(
                 &resolved.key.namespace,
                 &resolved.key.service,
                 resolved.key.port,

@@ -145,7 +145,7 @@ fn decide(request: &Request, lookup: &dyn NegLookup) -> Decision {
         .or_else(|| pod.metadata.namespace.clone())
         .unwrap_or_else(|| "default".to_owned());
     let labels: BTreeMap<String, String> = pod.metadata.labels.clone().unwrap_or_default();
-    if lookup.negs_for_pod(&namespace, &labels).is_empty() {
+    if !lookup.gates_pod(&namespace, &labels) {
         return Decision::Unchanged("Pod is behind no Ingress-backed Service");
     }
     Decision::Patched(gate_patch(&pod))

@@ -11,16 +11,29 @@
 //! - operator restart -> every Ingress reconciled once more (`gclb_ingress_syncs{result="ok"}`
 //!   on the new process's `/metrics`): seconds and Compute calls; the mutating count must be 0,
 //!   the issue 5 "no-op resync writes nothing" rule at scale;
-//! - delete all -> the emulator holds no URL map, backend service or NEG of this cluster.
+//! - delete all -> the emulator holds no URL map, backend service or NEG of this cluster, nor the
+//!   shared firewall rule, and how many `firewalls.delete` calls that took (one, not one per
+//!   Ingress).
 //!
 //! Figures are for the binaries of the profile it is built in (`make bench` uses dev builds, as
 //! `make test` does). Timings live here and never in pass/fail tests (DESIGN.md conventions).
+//! Before that, the time from an Ingress being created to its first 200 (see [`first200`]):
+//! `BENCH_FIRST200_SEQ` Ingresses (default 20) created one at a time, then
+//! `BENCH_FIRST200_BURST` (default 50) created at once, p50/p90/p99/max beside the dependency
+//! chain's lower bound under the emulator's profile.
+//!
 //! Run alone: `cargo bench -p gclb-operator --bench converge --profile dev`
-//! (`BENCH_INGRESSES=500` for the issue's 500-Ingress resync; `BENCH_WORKERS` sets
-//! `--workers`, default the operator's own).
+//! (`BENCH_INGRESSES=500` for the issue's 500-Ingress resync, 0 to skip convergence;
+//! `BENCH_WORKERS` sets `--workers`, default the operator's own; `BENCH_SLOW_CLOUD` starts the
+//! emulator with `--slow-cloud VALUE`, e.g. `realistic` or `uniform:200`, docs/performance.md).
+//! The operator's CPU seconds and resident memory (now and peak) are printed per phase;
+//! `BENCH_LOGS=FILE` writes the processes' logs after the first-200 phase (for profiling).
 
 #[path = "../support/mod.rs"]
 mod support;
+
+mod first200;
+mod procstat;
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -131,17 +144,31 @@ fn phase_row(sys: &System, n: usize, label: &str, wall: f64, per: &str) -> Resul
     Ok((row, m))
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i]
+use first200::percentile;
+
+/// `operator: X.X CPU s, RSS Y MiB (peak Z MiB)` since `meter` started, for a table row.
+fn operator_cost(sys: &System, meter: &procstat::Meter) -> String {
+    let (_, cpu, _) = meter.stop();
+    let pid = sys.operator.as_ref().map_or(0, |p| p.child.id());
+    let (rss, peak) = procstat::rss_mib(pid);
+    format!(
+        "{:.1} CPU s, RSS {rss:.0} MiB (peak {peak:.0})",
+        cpu.first().map_or(0.0, |c| c.1)
+    )
+}
+
+fn operator_meter(sys: &System) -> procstat::Meter {
+    let pid = sys.operator.as_ref().map_or(0, |p| p.child.id());
+    procstat::Meter::start(&[("operator", pid)])
 }
 
 fn main() -> Result<()> {
-    let n = env_usize("BENCH_INGRESSES", 100).max(1);
-    let services = env_usize("BENCH_SERVICES", 5).clamp(1, n);
+    let n = env_usize("BENCH_INGRESSES", 100);
+    let services = env_usize("BENCH_SERVICES", 5).max(1);
+    let services = if n > 0 { services.min(n) } else { services };
+    let seq = env_usize("BENCH_FIRST200_SEQ", 20);
+    let burst = env_usize("BENCH_FIRST200_BURST", 50);
+    let slow = std::env::var("BENCH_SLOW_CLOUD").ok();
     let workers = std::env::var("BENCH_WORKERS").ok();
     let mut operator_args: Vec<&str> = Vec::new();
     if let Some(w) = workers.as_deref() {
@@ -149,14 +176,55 @@ fn main() -> Result<()> {
     }
     eprintln!("converge: {n} Ingresses over {services} Services");
 
-    let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
+    let mut emulator_args = vec!["--port-map", "80=0,443=0"];
+    if let Some(s) = slow.as_deref() {
+        emulator_args.extend(["--slow-cloud", s]);
+    }
+    let profile = slow.as_deref().unwrap_or("no added latency");
+    let mut sys = System::start(&emulator_args)?;
     sys.apply_basics()?;
     sys.apply(&services_yaml(services))?;
     sys.start_operator(&operator_args)?;
     let mut rows = Vec::new();
 
+    // 0. Ingress created -> first 200.
+    if seq + burst > 0 {
+        let first = first200::rows(&sys, services, seq, burst, PHASE_DEADLINE)?;
+        println!();
+        println!(
+            "| Ingress created -> first 200 ({profile}, workers {}) | p50 | p90 | p99 | max | chain lower bound |",
+            workers.as_deref().unwrap_or("default")
+        );
+        println!("|---|---:|---:|---:|---:|---:|");
+        for row in first {
+            println!("{row}");
+        }
+        if let Ok(path) = std::env::var("BENCH_LOGS") {
+            std::fs::write(&path, sys.logs())?;
+            eprintln!("converge: the processes' logs are in {path}");
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        sys.kubectl_ok(&["delete", "ingress", "--all"])?;
+        wait_for(
+            "the first-200 Ingresses to be deleted",
+            PHASE_DEADLINE,
+            || {
+                Ok(
+                    (sys.compute_names("urlMaps")?.is_empty() && ingresses_left(&sys)? == 0)
+                        .then_some(()),
+                )
+            },
+        )?;
+    }
+    if n == 0 {
+        return Ok(());
+    }
+
     // 1. Apply every Ingress at once; note when each first shows an IP.
     zero_calls(&sys)?;
+    let meter = operator_meter(&sys);
     let start = Instant::now();
     sys.apply(&ingresses_yaml(n, services))?;
     let mut first_ip: std::collections::BTreeMap<String, f64> = Default::default();
@@ -182,6 +250,7 @@ fn main() -> Result<()> {
         percentile(&times, 0.5),
         percentile(&times, 1.0)
     );
+    let mut costs = vec![operator_cost(&sys, &meter)];
     let (row, _) = phase_row(
         &sys,
         n,
@@ -206,6 +275,7 @@ fn main() -> Result<()> {
     zero_calls(&sys)?;
     let start = Instant::now();
     sys.start_operator(&operator_args)?;
+    let meter = operator_meter(&sys);
     let operator = sys.operator.as_ref().context("operator")?;
     operator.metrics_url()?;
     wait_for(
@@ -214,6 +284,7 @@ fn main() -> Result<()> {
         || Ok((operator.ok_syncs()? >= n as u64).then_some(())),
     )?;
     let resync = start.elapsed().as_secs_f64();
+    costs.push(operator_cost(&sys, &meter));
     let per = format!("{:.0} Ingresses/s", n as f64 / resync);
     let label = format!("operator restart -> {n} Ingresses resynced");
     let (row, m) = phase_row(&sys, n, &label, resync, &per)?;
@@ -224,27 +295,41 @@ fn main() -> Result<()> {
 
     // 3. Delete every Ingress; wait until the emulator holds none of their resources.
     zero_calls(&sys)?;
+    let meter = operator_meter(&sys);
     let start = Instant::now();
     sys.kubectl_ok(&["delete", "ingress", "--all", "--wait=false"])?;
     wait_for("every load balancer to be deleted", PHASE_DEADLINE, || {
         let maps = sys.compute_names("urlMaps")?;
         let left = ingresses_left(&sys)?;
-        Ok((maps.is_empty() && left == 0).then_some(()))
+        let rules = sys.created_firewalls()?;
+        Ok((maps.is_empty() && left == 0 && rules.is_empty()).then_some(()))
     })?;
     let cleanup = start.elapsed().as_secs_f64();
+    costs.push(operator_cost(&sys, &meter));
     let per = format!("{:.0} Ingresses/s", n as f64 / cleanup);
-    let label = format!("delete {n} Ingresses -> no URL map left");
+    let label = format!("delete {n} Ingresses -> no URL map or firewall rule left");
     rows.push(phase_row(&sys, n, &label, cleanup, &per)?.0);
+    // The one shared firewall rule must be deleted once, not once per Ingress (issue 28).
+    let firewall_deletes = sys.compute_get("_emulator/calls")?["methods"]
+        ["compute.firewalls.delete"]
+        .as_u64()
+        .unwrap_or(0);
 
     println!();
     println!(
-        "| operator convergence ({n} Ingresses, {services} Services, workers {}) | wall | per Ingress | mutating calls/Ingress | reading calls/Ingress |",
+        "| operator convergence ({n} Ingresses, {services} Services, {profile}, workers {}) | wall | per Ingress | mutating calls/Ingress | reading calls/Ingress | operator |",
         workers.as_deref().unwrap_or("default")
     );
-    println!("|---|---:|---:|---:|---:|");
-    for row in rows {
-        println!("{row}");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (row, cost) in rows.iter().zip(&costs) {
+        println!("{row} {cost} |");
     }
+    let refused = sys.compute_get("_emulator/slow-cloud")?["refused"].clone();
+    if refused["writes"].as_u64().unwrap_or(0) + refused["reads"].as_u64().unwrap_or(0) > 0 {
+        println!("\nrefused by the rate quota (rateLimitExceeded): {refused}");
+    }
+    println!();
+    println!("`firewalls.delete` calls while deleting {n} Ingresses: {firewall_deletes}");
     Ok(())
 }
 

@@ -24,10 +24,28 @@ pub const DEADLINE: Duration = Duration::from_secs(90);
 pub const OPERATOR_NAMESPACE: &str = "gclb-operator";
 pub const OPERATOR_SERVICE_ACCOUNT: &str = "gclb-operator";
 
-/// Project, zone and cluster name the tests run the operator with.
+/// Project, zone (of the local API's one Node, where the NEGs go) and cluster name the tests
+/// run the operator with.
 pub const PROJECT: &str = "e2e-project";
 pub const ZONE: &str = "us-central1-a";
 pub const CLUSTER: &str = "e2e";
+/// The network tag of the local Nodes' instances, and the operator's firewall target tag.
+pub const NODE_TAG: &str = "gke-e2e-node";
+
+/// How to start a [`System`] beyond the defaults.
+#[derive(Clone, Debug, Default)]
+pub struct Options<'a> {
+    /// Extra flags for gce-emulator.
+    pub emulator_args: &'a [&'a str],
+    /// One local Node per zone (default: one Node in [`ZONE`]).
+    pub nodes: &'a [&'a str],
+    /// A Shared VPC: `(host project, token of the host's admin)`. The host is made a Shared
+    /// VPC host with [`PROJECT`] attached (as its admin) before the Nodes' instances are
+    /// registered on the host's `default` network.
+    pub shared_vpc: Option<(&'a str, &'a str)>,
+    /// Extra flags for fake-kube-apiserver (e.g. `--audit-log`).
+    pub apiserver_args: &'a [&'a str],
+}
 
 /// Path of a workspace binary (operator, `gce-emulator`, `fake-kube-apiserver`).
 pub fn bin(name: &str) -> PathBuf {
@@ -180,11 +198,61 @@ impl System {
     /// Starts the local Kubernetes API and the emulator (not yet the operator).
     /// `emulator_args` are extra flags for gce-emulator.
     pub fn start(emulator_args: &[&str]) -> Result<System> {
+        Self::start_with(Options {
+            emulator_args,
+            ..Options::default()
+        })
+    }
+
+    /// Starts the emulator, then the local Kubernetes API, whose kubelet registers each Node
+    /// as an instance in the emulator (zone, InternalIP, Pod CIDR as alias range, [`NODE_TAG`])
+    /// as a GKE node pool does; not yet the operator.
+    pub fn start_with(options: Options<'_>) -> Result<System> {
         let dir = tempfile::tempdir()?;
+        let mut cmd = Command::new(bin("gce-emulator"));
+        cmd.args(["--listen", "127.0.0.1:0"])
+            .args(options.emulator_args);
+        let (emulator, compute_url) =
+            Proc::start("gce-emulator", cmd, dir.path().join("emulator.log"))?;
+        let http = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        if let Some((host, admin)) = options.shared_vpc {
+            for (path, body) in [
+                (
+                    format!("compute/v1/projects/{host}/enableXpnHost"),
+                    Value::Null,
+                ),
+                (
+                    format!("compute/v1/projects/{host}/enableXpnResource"),
+                    serde_json::json!({"xpnResource": {"id": PROJECT, "type": "PROJECT"}}),
+                ),
+            ] {
+                let resp = http
+                    .post(format!("{compute_url}{path}"))
+                    .bearer_auth(admin)
+                    .json(&body)
+                    .send()?;
+                if !resp.status().is_success() {
+                    bail!("POST {path}: {} {}", resp.status(), resp.text()?);
+                }
+            }
+        }
+
         let kubeconfig = dir.path().join("kubeconfig");
         let mut cmd = Command::new(bin("fake-kube-apiserver"));
         cmd.args(["--listen", "127.0.0.1:0", "--kubeconfig-out"])
-            .arg(&kubeconfig);
+            .arg(&kubeconfig)
+            .args(["--project", PROJECT, "--node-tags", NODE_TAG])
+            .args(["--compute-endpoint", compute_url.trim_end_matches('/')]);
+        cmd.args(options.apiserver_args);
+        if !options.nodes.is_empty() {
+            cmd.args(["--nodes", &options.nodes.join(",")]);
+        }
+        if let Some((host, _)) = options.shared_vpc {
+            cmd.args(["--network-project", host]);
+        }
         // E2E_AUDIT_LOG=PATH: every request of every test appended there (audit.k8s.io/v1
         // Event lines; docs/kube-apiserver.md), e.g. to derive the operator's RBAC.
         if let Some(path) = std::env::var_os("E2E_AUDIT_LOG") {
@@ -192,16 +260,6 @@ impl System {
         }
         let (apiserver, kube_url) =
             Proc::start("fake-kube-apiserver", cmd, dir.path().join("apiserver.log"))?;
-
-        let mut cmd = Command::new(bin("gce-emulator"));
-        cmd.args(["--listen", "127.0.0.1:0"]).args(emulator_args);
-        let (emulator, compute_url) =
-            Proc::start("gce-emulator", cmd, dir.path().join("emulator.log"))?;
-
-        let http = reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
         Ok(System {
             dir,
             kubeconfig,
@@ -264,26 +322,43 @@ impl System {
     /// as deploy/'s ServiceAccount ([`System::operator_kubeconfig`]) in its namespace
     /// (`POD_NAMESPACE`, as deploy/deployment.yaml sets it: the leader Lease lives there).
     pub fn spawn_operator(&self, extra: &[&str], log_name: &str) -> Result<Proc> {
+        self.spawn_operator_from(&bin("gclb-operator"), extra, log_name, &[])
+    }
+
+    /// [`System::spawn_operator`] of another build of the operator (`binary`, e.g. one built
+    /// from main, for a before/after benchmark) with extra environment variables `env`.
+    pub fn spawn_operator_from(
+        &self,
+        binary: &Path,
+        extra: &[&str],
+        log_name: &str,
+        env: &[(&str, &str)],
+    ) -> Result<Proc> {
         let kubeconfig = self.operator_kubeconfig()?;
-        let mut cmd = Command::new(bin("gclb-operator"));
+        let mut cmd = Command::new(binary);
+        cmd.envs(env.iter().copied());
         cmd.arg("run")
             .args([
                 "--project",
                 PROJECT,
-                "--zone",
-                ZONE,
                 "--network",
                 "default",
                 "--cluster-name",
                 CLUSTER,
             ])
             .args(["--compute-endpoint", self.compute_url.trim_end_matches('/')])
+            .args(["--firewall-target-tags", NODE_TAG])
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .args(["--metrics-listen", "127.0.0.1:0"])
             .args(extra)
             .env("POD_NAMESPACE", OPERATOR_NAMESPACE)
             .env("RUST_LOG", "info,gclb_operator=debug");
+        // The local cluster has no GKE Ingress controller: tests run the operator in its place
+        // (class gce, GKE's names and finalizer) unless they pass `--takeover=false`.
+        if !extra.iter().any(|a| a.starts_with("--takeover")) {
+            cmd.arg("--takeover");
+        }
         // Tests that do not ask for periodic resyncs get none, so that nothing happens
         // behind their back.
         if !extra.contains(&"--resync-period") {

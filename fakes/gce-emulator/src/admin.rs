@@ -1,8 +1,9 @@
 //! The admin API under `/_emulator/` (see docs/emulator.md):
 //! `POST reset`; `GET state`; `GET|POST|DELETE faults`, `DELETE faults/{id}`;
-//! `GET|DELETE calls`; `GET listeners`; `GET ca.pem`; `GET health`; `GET metrics`;
-//! `GET|DELETE logs` (request logs, `logging_api`); `GET|PUT regions` (Cloud Armor's
-//! `origin.region_code`); `GET|PUT iap/accessors`, `GET iap/public_key-jwk` (IAP).
+//! `GET|DELETE calls`; `GET|PUT|DELETE slow-cloud`; `GET listeners`; `GET ca.pem`;
+//! `GET health`; `GET metrics`; `GET|DELETE logs` (request logs, `logging_api`); `GET|PUT
+//! regions` (Cloud Armor's `origin.region_code`); `GET|PUT iap/accessors`,
+//! `GET iap/public_key-jwk` (IAP).
 
 use std::sync::Arc;
 
@@ -27,6 +28,10 @@ pub fn router() -> Router<Arc<Emulator>> {
         )
         .route("/faults/{id}", delete(remove_fault))
         .route("/calls", get(calls).delete(reset_calls))
+        .route(
+            "/slow-cloud",
+            get(slow_cloud).put(set_slow_cloud).delete(clear_slow_cloud),
+        )
         .route("/listeners", get(listeners))
         .route("/ca.pem", get(ca_pem))
         .route("/health", get(health))
@@ -106,6 +111,31 @@ async fn calls(State(emu): State<Arc<Emulator>>) -> Json<Value> {
 async fn reset_calls(State(emu): State<Arc<Emulator>>) -> Json<Value> {
     emu.calls.reset();
     Json(emu.calls.to_json())
+}
+
+async fn slow_cloud(State(emu): State<Arc<Emulator>>) -> Json<Value> {
+    Json(emu.slow_cloud.to_json())
+}
+
+/// Replaces the slow-cloud profile with the body (`{"preset": "realistic", ...overrides}`, see
+/// [`crate::slow_cloud::Profile::parse`]); answers the new state.
+async fn set_slow_cloud(State(emu): State<Arc<Emulator>>, body: axum::body::Bytes) -> Response {
+    let text = String::from_utf8_lossy(&body);
+    if text.trim_start().starts_with('@') {
+        return bad("a file name is not accepted here; send the profile itself");
+    }
+    match crate::slow_cloud::Profile::parse(&text) {
+        Ok(p) => {
+            emu.slow_cloud.set(p);
+            Json(emu.slow_cloud.to_json()).into_response()
+        }
+        Err(e) => bad(&e.to_string()),
+    }
+}
+
+async fn clear_slow_cloud(State(emu): State<Arc<Emulator>>) -> Json<Value> {
+    emu.slow_cloud.set(crate::slow_cloud::Profile::default());
+    Json(emu.slow_cloud.to_json())
 }
 
 async fn listeners(State(emu): State<Arc<Emulator>>) -> Json<Value> {

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, post};
@@ -16,6 +17,10 @@ use serde_json::Value;
 use crate::emulator::{ApiRequest, Emulator};
 use crate::errors::ApiError;
 
+/// Largest request body accepted, in bytes (10 MiB): Google's API front end refuses a larger
+/// payload with 400 `Request payload size exceeds the limit: 10485760 bytes.`
+pub const MAX_REQUEST_BYTES: usize = 10 * 1024 * 1024;
+
 /// The whole router.
 pub fn router(emu: Arc<Emulator>) -> Router {
     Router::new()
@@ -25,6 +30,7 @@ pub fn router(emu: Arc<Emulator>) -> Router {
         .route("/v2/entries:list", post(crate::logging_api::entries_list))
         .nest("/_emulator", crate::admin::router())
         .fallback(not_found)
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_REQUEST_BYTES))
         .with_state(emu)
 }
 
@@ -45,7 +51,17 @@ pub fn check_auth(emu: &Emulator, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(required) = &emu.config.require_token else {
         return Ok(());
     };
-    let token = headers
+    let token = bearer_token(headers);
+    match (token, required) {
+        (None, _) => Err(ApiError::new(401, "required", "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.")),
+        (Some(t), Some(want)) if t != want => Err(ApiError::new(401, "authError", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.")),
+        _ => Ok(()),
+    }
+}
+
+/// The bearer token of `authorization: Bearer ...`, if any.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| {
@@ -53,12 +69,7 @@ pub fn check_auth(emu: &Emulator, headers: &HeaderMap) -> Result<(), ApiError> {
                 .or_else(|| v.strip_prefix("bearer "))
         })
         .map(str::trim)
-        .filter(|t| !t.is_empty());
-    match (token, required) {
-        (None, _) => Err(ApiError::new(401, "required", "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.")),
-        (Some(t), Some(want)) if t != want => Err(ApiError::new(401, "authError", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.")),
-        _ => Ok(()),
-    }
+        .filter(|t| !t.is_empty())
 }
 
 /// Decodes a query string into pairs (`+` is a space, percent-escapes decoded).
@@ -81,11 +92,23 @@ async fn compute(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     if let Err(e) = check_auth(&emu, &headers) {
         return e.into_response();
     }
+    let body = match body {
+        Ok(b) => b,
+        Err(r) if r.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return ApiError::new(
+                400,
+                "badRequest",
+                format!("Request payload size exceeds the limit: {MAX_REQUEST_BYTES} bytes."),
+            )
+            .into_response()
+        }
+        Err(r) => return ApiError::new(400, "badRequest", r.body_text()).into_response(),
+    };
     let Some((version, path)) = crate::emulator::ApiVersion::split_path(uri.path()) else {
         return not_found(uri).await;
     };
@@ -94,6 +117,7 @@ async fn compute(
         version,
         path: path.to_string(),
         query: parse_query(uri.query()),
+        token: bearer_token(&headers).map(str::to_string),
         body,
     };
     respond(emu.handle(req).await)

@@ -139,6 +139,7 @@ pub async fn handle(State(emu): State<Arc<Emulator>>, headers: HeaderMap, body: 
                     path: p.to_string(),
                     query: crate::api::parse_query(query),
                     body: Bytes::from(part.body),
+                    token: crate::api::bearer_token(&headers).map(str::to_string),
                 })
                 .await
             }

@@ -20,6 +20,9 @@ pub struct ApiError {
     pub message: String,
     /// The request field at fault (`resource.name`), reported as a `fieldViolations` detail.
     pub field: Option<String>,
+    /// No answer at all: over HTTP the connection is closed without a response (fault
+    /// injection's `drop`); inside a batch the part reads as this 503.
+    pub dropped: bool,
 }
 
 impl ApiError {
@@ -30,6 +33,19 @@ impl ApiError {
             reason: reason.into(),
             message: message.into(),
             field: None,
+            dropped: false,
+        }
+    }
+
+    /// No answer for a call of `method`: the connection closes (see `dropped`).
+    pub fn dropped(method: &str) -> ApiError {
+        ApiError {
+            dropped: true,
+            ..ApiError::new(
+                503,
+                "backendError",
+                format!("Injected fault: {method} got no answer"),
+            )
         }
     }
 
@@ -172,6 +188,19 @@ pub fn canonical_status(code: u16) -> &'static str {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        if self.dropped {
+            // A body that fails before its first byte: hyper closes the connection, and the
+            // client gets no complete answer.
+            let fail = futures::stream::once(async {
+                Err::<bytes::Bytes, _>(std::io::Error::other("injected: no answer"))
+            });
+            return (
+                StatusCode::OK,
+                [(http::header::CONTENT_LENGTH, "2")],
+                axum::body::Body::from_stream(fail),
+            )
+                .into_response();
+        }
         (self.http_status(), axum::Json(self.to_json())).into_response()
     }
 }

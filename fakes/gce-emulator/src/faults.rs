@@ -2,6 +2,12 @@
 //! code and reason, on a fraction of calls (`probability`) or on the next N calls (`count`),
 //! and/or added latency. Method ids are the API's (`compute.firewalls.insert`); a trailing `*`
 //! matches a prefix (`compute.firewalls.*` refuses every firewall call, the Shared VPC case).
+//!
+//! What a failing cloud also does: a call with no HTTP answer at all (`drop`: the connection
+//! closes, as a client sees a timeout or a reset), a call whose answer is lost after the server
+//! acted (`lostResponse`: the change is made, then the error or the dropped connection is what
+//! the client gets, so a retry finds the resource already there), and slow Operations
+//! (`operationLatencyMs`: the Operation of the call reads RUNNING that long).
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -38,6 +44,26 @@ pub struct FaultRule {
     /// Latency added to affected calls, in milliseconds.
     #[serde(default)]
     pub latency_ms: Option<u64>,
+    /// Answer with no HTTP response: the connection is closed (after `latencyMs`).
+    #[serde(default)]
+    pub drop: bool,
+    /// Run the call first, then answer with the fault (`code` or `drop`): the response is lost
+    /// after the server acted.
+    #[serde(default)]
+    pub lost_response: bool,
+    /// Milliseconds the Operation of an affected mutation reads RUNNING (instead of
+    /// `--operation-latency-ms`).
+    #[serde(default)]
+    pub operation_latency_ms: Option<u64>,
+    /// Output only: how many calls this rule has affected.
+    #[serde(default)]
+    pub hits: u64,
+}
+
+tokio::task_local! {
+    /// The Operation latency a fault asks for, for the call being executed (read where the
+    /// Operation is recorded).
+    pub static OPERATION_LATENCY: Option<Duration>;
 }
 
 /// Errors of the fault admin API.
@@ -53,8 +79,12 @@ pub enum FaultError {
 pub struct Injected {
     /// Sleep this long first.
     pub latency: Duration,
-    /// Then fail with this error.
+    /// Then fail with this error (one with [`ApiError::dropped`] closes the connection).
     pub error: Option<ApiError>,
+    /// Whether the call runs before `error` is answered (its response is lost).
+    pub after_effect: bool,
+    /// The Operation latency of the call, when the rule sets one.
+    pub operation_latency: Option<Duration>,
 }
 
 /// The active fault rules.
@@ -100,8 +130,22 @@ impl Faults {
                 )));
             }
         }
-        if rule.code.is_none() && rule.latency_ms.unwrap_or(0) == 0 {
-            return Err(FaultError::Invalid("set code and/or latencyMs".into()));
+        if rule.code.is_none()
+            && !rule.drop
+            && rule.latency_ms.unwrap_or(0) == 0
+            && rule.operation_latency_ms.unwrap_or(0) == 0
+        {
+            return Err(FaultError::Invalid(
+                "set code, drop, latencyMs and/or operationLatencyMs".into(),
+            ));
+        }
+        if rule.lost_response && rule.code.is_none() && !rule.drop {
+            return Err(FaultError::Invalid(
+                "lostResponse needs code or drop: what the client gets instead".into(),
+            ));
+        }
+        if rule.code.is_some() && rule.drop {
+            return Err(FaultError::Invalid("set code or drop, not both".into()));
         }
         if rule.method.is_empty() {
             return Err(FaultError::Invalid(
@@ -111,6 +155,7 @@ impl Faults {
         let mut g = self.rules.lock().expect("faults poisoned");
         g.0 += 1;
         rule.id = g.0;
+        rule.hits = 0;
         g.1.push(rule.clone());
         Ok(rule)
     }
@@ -151,17 +196,25 @@ impl Faults {
                     exhausted = Some(i);
                 }
             }
+            r.hits += 1;
             out.latency = Duration::from_millis(r.latency_ms.unwrap_or(0));
-            out.error = r.code.map(|code| {
-                ApiError::new(
-                    code,
-                    r.reason
-                        .clone()
-                        .unwrap_or_else(|| default_reason(code).to_string()),
-                    r.message
-                        .clone()
-                        .unwrap_or_else(|| format!("Injected fault: {method} answered {code}")),
-                )
+            out.after_effect = r.lost_response;
+            out.operation_latency = r.operation_latency_ms.map(Duration::from_millis);
+            if r.drop {
+                out.error = Some(ApiError::dropped(method));
+            }
+            out.error = out.error.take().or_else(|| {
+                r.code.map(|code| {
+                    ApiError::new(
+                        code,
+                        r.reason
+                            .clone()
+                            .unwrap_or_else(|| default_reason(code).to_string()),
+                        r.message
+                            .clone()
+                            .unwrap_or_else(|| format!("Injected fault: {method} answered {code}")),
+                    )
+                })
             });
             break;
         }
@@ -186,6 +239,10 @@ mod tests {
             probability: None,
             count,
             latency_ms: None,
+            drop: false,
+            lost_response: false,
+            operation_latency_ms: None,
+            hits: 0,
         }
     }
 
@@ -215,5 +272,41 @@ mod tests {
         assert!(f.check("compute.firewalls.patch").error.is_some());
         assert_eq!(f.remove(Some(r.id)), 1);
         assert!(f.add(rule("x", 200, None)).is_err());
+    }
+
+    #[test]
+    fn drops_lost_responses_and_slow_operations() {
+        let f = Faults::default();
+        let mut lost = rule("compute.urlMaps.insert", 503, None);
+        lost.lost_response = true;
+        f.add(lost).unwrap();
+        let got = f.check("compute.urlMaps.insert");
+        assert!(got.after_effect);
+        assert_eq!(got.error.unwrap().code, 503);
+        assert_eq!(f.list()[0].hits, 1);
+        f.remove(None);
+        let mut drop = rule("compute.urlMaps.get", 500, None);
+        drop.code = None;
+        drop.drop = true;
+        f.add(drop.clone()).unwrap();
+        assert!(f.check("compute.urlMaps.get").error.unwrap().dropped);
+        drop.code = Some(500);
+        assert!(f.add(drop).is_err(), "code and drop together");
+        let mut slow = rule("compute.*", 500, None);
+        slow.code = None;
+        slow.operation_latency_ms = Some(1500);
+        f.remove(None);
+        f.add(slow).unwrap();
+        let got = f.check("compute.firewalls.insert");
+        assert_eq!(got.operation_latency, Some(Duration::from_millis(1500)));
+        assert!(got.error.is_none());
+        let mut lost_nothing = rule("x", 500, None);
+        lost_nothing.code = None;
+        lost_nothing.lost_response = true;
+        lost_nothing.latency_ms = Some(1);
+        assert!(
+            f.add(lost_nothing).is_err(),
+            "lostResponse without an answer to lose it to"
+        );
     }
 }

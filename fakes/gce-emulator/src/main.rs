@@ -32,6 +32,11 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let opts = Options::parse();
+    // One file descriptor per client and upstream connection: start with the most allowed.
+    match gce_emulator::open_files::raise_limit() {
+        Ok(n) => tracing::debug!(open_files = n, "RLIMIT_NOFILE"),
+        Err(e) => tracing::warn!(error = %e, "cannot raise RLIMIT_NOFILE"),
+    }
     let port_map = parse_port_map(&opts.port_map)?;
     let address_range = parse_address_range(&opts.address_range)?;
 
@@ -65,12 +70,17 @@ async fn main() -> anyhow::Result<()> {
             .clone()
             .map(|t| Some(t).filter(|t| !t.is_empty())),
         state_file: opts.state_file.clone(),
+        validate_neg_endpoints: opts.validate_neg_endpoints,
+        grants: gce_emulator::iam::Grants::parse(&opts.iam_grants)?,
+        slow_cloud: opts.slow_cloud.clone(),
     };
     let emu: Arc<Emulator> = Emulator::new(config, base, state, ca);
     let dp_config = DataPlaneConfig {
         port_map,
         access_log: opts.access_log.clone(),
         worker_threads: opts.dataplane_threads,
+        enforce_firewall: opts.enforce_firewall,
+        header_read_timeout: Some(Duration::from_secs(opts.header_read_timeout_sec)),
     };
     let dp = DataPlane::start(dp_config, emu.subscribe(), Arc::clone(&emu.health));
     let _ = emu.dataplane.set(dp);

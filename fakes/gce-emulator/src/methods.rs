@@ -6,9 +6,7 @@
 
 use std::net::Ipv4Addr;
 
-use base64::Engine as _;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::errors::ApiError;
 use crate::resources::{self, collection_of_key, zones, Collection, Prepare, Scope};
@@ -70,42 +68,7 @@ pub struct Mutation {
     pub target_id: Option<String>,
 }
 
-pub use crate::store::{new_id, timestamp};
-
-/// Fingerprint of a JSON value: URL-safe base64 (as the real API and the Rust client, which
-/// decodes it as `bytes`, use) of the first 8 bytes of SHA-256 over its canonical
-/// (key-sorted) serialisation, the same length as the real API's fingerprints.
-pub fn fingerprint(v: &Value) -> String {
-    fn canon(v: &Value, out: &mut Vec<u8>) {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                out.push(b'{');
-                for k in keys {
-                    out.extend_from_slice(k.as_bytes());
-                    out.push(b':');
-                    canon(&m[k], out);
-                    out.push(b',');
-                }
-                out.push(b'}');
-            }
-            Value::Array(a) => {
-                out.push(b'[');
-                for x in a {
-                    canon(x, out);
-                    out.push(b',');
-                }
-                out.push(b']');
-            }
-            other => out.extend_from_slice(other.to_string().as_bytes()),
-        }
-    }
-    let mut bytes = Vec::new();
-    canon(v, &mut bytes);
-    let digest = Sha256::digest(&bytes);
-    base64::engine::general_purpose::URL_SAFE.encode(&digest[..8])
-}
+pub use crate::store::{fingerprint, new_id, timestamp};
 
 /// Parses a request body as a JSON object. Errors: 400 `parseError`.
 pub fn parse_body(body: &[u8]) -> Result<Obj, ApiError> {
@@ -407,12 +370,23 @@ pub fn rewrite(
     })
 }
 
-/// Derived state: NEG endpoint lists, global addresses' `status`/`users`, and the NEG
-/// endpoints of a deleted instance.
+/// Derived state: NEG endpoint lists, global addresses' `status`/`users`, the NEG endpoints
+/// of a deleted instance, and the firewall rules of a new `default` network.
 fn after_write(state: &mut State, coll: &Collection, key: &str, old: Option<&Value>) {
     match coll.segment {
         "instances" if !state.resources.contains_key(key) => {
             resources::instances::forget_endpoints(state, key);
+        }
+        // A new `default` network comes with the default network's four rules, as a
+        // project's first one does (resources/firewalls.rs `default_rules`).
+        "networks" if old.is_none() && resources::name_of(key) == "default" => {
+            let project = key.split('/').nth(1).unwrap_or_default().to_string();
+            let base = state.base.clone();
+            for (k, v) in resources::firewalls::default_rules(&base, &project) {
+                if !state.resources.contains_key(&k) {
+                    state.put(k, v);
+                }
+            }
         }
         "networkEndpointGroups" if state.resources.contains_key(key) => {
             state.neg_endpoints.entry(key.to_string()).or_default();

@@ -4,7 +4,9 @@
 //! Per reference/gce-clients.md: names and selfLinks are unique and never change between the
 //! mutation's response and later polls; `operationType` and `targetLink` (the affected
 //! resource's selfLink) are always present (gcloud needs both); zonal operations carry `zone`.
-//! An operation stays `RUNNING` for the configured latency, then reads as `DONE`.
+//! An operation reads `PENDING` (no `startTime`), then `RUNNING`, then `DONE` ([`Phases`]: the
+//! slow cloud's figures, or `--operation-latency-ms` of RUNNING); `wait` answers when it is DONE
+//! or after [`WAIT_LIMIT`].
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -17,11 +19,28 @@ use crate::snapshot::ResourceKey;
 /// Operations kept for polling; older ones are forgotten first.
 pub const MAX_OPERATIONS: usize = 20_000;
 
+/// The longest `operations.wait` blocks: "Waits for the specified Operation resource to return
+/// as DONE or for the request to approach the 2 minute deadline ... and then returns the current
+/// state of the operation, which might be DONE or still in progress" (Compute API v1 reference,
+/// `globalOperations.wait`, `zoneOperations.wait`).
+pub const WAIT_LIMIT: Duration = Duration::from_secs(120);
+
+/// How long a new Operation stays in each state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Phases {
+    /// `PENDING` for this long after the call...
+    pub pending: Duration,
+    /// ...then `RUNNING` for this long, then `DONE`.
+    pub running: Duration,
+}
+
 /// One recorded operation.
 #[derive(Debug, Clone)]
 pub struct OperationRecord {
     /// The DONE form of the operation.
     pub done: Value,
+    /// When it starts RUNNING.
+    pub started_at: Instant,
     /// When it becomes DONE.
     pub done_at: Instant,
 }
@@ -33,11 +52,18 @@ impl OperationRecord {
             return self.done.clone();
         }
         let mut v = self.done.clone();
-        v["status"] = json!("RUNNING");
         v["progress"] = json!(0);
         if let Some(o) = v.as_object_mut() {
             o.remove("endTime");
+            if now < self.started_at {
+                o.remove("startTime");
+            }
         }
+        v["status"] = json!(if now < self.started_at {
+            "PENDING"
+        } else {
+            "RUNNING"
+        });
         v
     }
 }
@@ -51,8 +77,9 @@ pub struct Operations {
 }
 
 impl Operations {
-    /// Records the operation of `m` in `project`, RUNNING for `latency`; returns its current view.
-    pub fn create(&mut self, base: &str, project: &str, m: &Mutation, latency: Duration) -> Value {
+    /// Records the operation of `m` in `project`, going through `phases`; returns its current
+    /// view.
+    pub fn create(&mut self, base: &str, project: &str, m: &Mutation, phases: Phases) -> Value {
         self.counter += 1;
         let now_ms = chrono::Utc::now().timestamp_millis();
         let name = format!(
@@ -66,8 +93,9 @@ impl Operations {
             None => format!("projects/{project}/global"),
         };
         let key = format!("{scope}/operations/{name}");
-        let start = chrono::Utc::now();
-        let end = start + chrono::Duration::from_std(latency).unwrap_or_default();
+        let insert = chrono::Utc::now();
+        let start = insert + chrono::Duration::from_std(phases.pending).unwrap_or_default();
+        let end = start + chrono::Duration::from_std(phases.running).unwrap_or_default();
         let fmt = |t: chrono::DateTime<chrono::Utc>| {
             t.to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
         };
@@ -81,7 +109,7 @@ impl Operations {
             "targetLink": format!("{base}{}", m.target),
             "targetId": m.target_id.clone().unwrap_or_else(|| "0".into()),
             "user": "emulator@gce-emulator.local",
-            "insertTime": fmt(start),
+            "insertTime": fmt(insert),
             "startTime": fmt(start),
             "endTime": fmt(end),
             "selfLink": format!("{base}{key}"),
@@ -89,9 +117,11 @@ impl Operations {
         if let Some(z) = &m.zone {
             done["zone"] = json!(format!("{base}projects/{project}/zones/{z}"));
         }
+        let now = Instant::now();
         let rec = OperationRecord {
             done,
-            done_at: Instant::now() + latency,
+            started_at: now + phases.pending,
+            done_at: now + phases.pending + phases.running,
         };
         let view = rec.view(Instant::now());
         self.ops.insert(key.clone(), rec);
@@ -148,10 +178,16 @@ mod tests {
             zone: Some("us-central1-a".into()),
             target_id: None,
         };
-        let a = ops.create("http://h/compute/v1/", "p", &m, Duration::from_secs(3600));
-        let b = ops.create("http://h/compute/v1/", "p", &m, Duration::ZERO);
+        let hour = Duration::from_secs(3600);
+        let running = Phases {
+            pending: Duration::ZERO,
+            running: hour,
+        };
+        let a = ops.create("http://h/compute/v1/", "p", &m, running);
+        let b = ops.create("http://h/compute/v1/", "p", &m, Phases::default());
         assert_ne!(a["name"], b["name"]);
         assert_eq!(a["status"], "RUNNING");
+        assert!(a["startTime"].is_string() && a["endTime"].is_null(), "{a}");
         assert_eq!(b["status"], "DONE");
         assert_eq!(
             b["zone"],
@@ -165,5 +201,39 @@ mod tests {
             ops.list("projects/p/zones/us-central1-a/operations/").len(),
             2
         );
+    }
+
+    #[test]
+    fn an_operation_is_pending_then_running_then_done() {
+        let mut ops = Operations::default();
+        let m = Mutation {
+            op_type: "insert".into(),
+            target: "projects/p/global/urlMaps/u".into(),
+            zone: None,
+            target_id: None,
+        };
+        let phases = Phases {
+            pending: Duration::from_secs(10),
+            running: Duration::from_secs(20),
+        };
+        let first = ops.create("http://h/compute/v1/", "p", &m, phases);
+        assert_eq!(first["status"], "PENDING");
+        assert!(first["startTime"].is_null() && first["insertTime"].is_string());
+        let key = format!(
+            "projects/p/global/operations/{}",
+            first["name"].as_str().unwrap()
+        );
+        let rec = ops.get(&key).unwrap();
+        let at = |s: u64| rec.started_at - phases.pending + Duration::from_secs(s);
+        assert_eq!(rec.view(at(9))["status"], "PENDING");
+        assert_eq!(rec.view(at(10))["status"], "RUNNING");
+        assert!(rec.view(at(10))["startTime"].is_string());
+        assert_eq!(rec.view(at(29))["status"], "RUNNING");
+        let done = rec.view(at(30));
+        assert_eq!(
+            (done["status"].as_str(), done["progress"].as_i64()),
+            (Some("DONE"), Some(100))
+        );
+        assert!(done["endTime"].is_string());
     }
 }

@@ -61,6 +61,26 @@ pub struct Options {
     /// The zone the metadata server describes (a served zone).
     #[arg(long, default_value = "us-central1-a")]
     pub metadata_zone: String,
+    /// Whether VPC firewall rules decide which health-check probes (from 35.191.0.0/16) and
+    /// proxied connections (from 130.211.0.0/22) reach NEG endpoints; `=false` lets all through.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub enforce_firewall: bool,
+    /// Whether attachNetworkEndpoints checks each endpoint against its instance (exists in the
+    /// NEG's zone, on its network, holds the IP) as the real API does; `=false` accepts any.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub validate_neg_endpoints: bool,
+    /// `TOKEN=PROJECT[,PROJECT...]` (repeatable): requests with this bearer token may change
+    /// resources in these projects only (403 elsewhere, as IAM answers); other tokens are open.
+    #[arg(long = "iam-grant", value_name = "TOKEN=PROJECTS")]
+    pub iam_grants: Vec<String>,
+    /// Answer as slowly as Google's Compute API: `realistic`, `uniform:MS` (every call MS
+    /// milliseconds), `off`, a JSON profile or `@FILE` (docs/performance.md, "The slow cloud").
+    #[arg(long, default_value = "off", value_parser = crate::slow_cloud::Profile::parse)]
+    pub slow_cloud: crate::slow_cloud::Profile,
+    /// Seconds a client connection of the data plane has to send a request's headers, which
+    /// is also its keep-alive idle time.
+    #[arg(long, default_value_t = 60)]
+    pub header_read_timeout_sec: u64,
 }
 
 /// Parses `80=18080,443=18443` (empty: no mapping).

@@ -1,5 +1,5 @@
 //! The resource store: every project's resources as wire JSON, with the indexes the API needs
-//! (who references whom, which IP addresses are taken), plus the ids and timestamps every
+//! (who references whom, which IP addresses are taken), plus the ids, timestamps and fingerprints every
 //! resource gets. Pure data at the bottom of the control plane: it imports no method or
 //! resource module; locking and publishing are the emulator's job (see `emulator/`).
 
@@ -27,6 +27,43 @@ pub fn new_id() -> u64 {
 /// Now as RFC 3339 with milliseconds, as `creationTimestamp` and Operation times are written.
 pub fn timestamp() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
+}
+
+/// Fingerprint of a JSON value: URL-safe base64 (as the real API and the Rust client, which
+/// decodes it as `bytes`, use) of the first 8 bytes of SHA-256 over its canonical
+/// (key-sorted) serialisation, the same length as the real API's fingerprints.
+pub fn fingerprint(v: &Value) -> String {
+    fn canon(v: &Value, out: &mut Vec<u8>) {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                out.push(b'{');
+                for k in keys {
+                    out.extend_from_slice(k.as_bytes());
+                    out.push(b':');
+                    canon(&m[k], out);
+                    out.push(b',');
+                }
+                out.push(b'}');
+            }
+            Value::Array(a) => {
+                out.push(b'[');
+                for x in a {
+                    canon(x, out);
+                    out.push(b',');
+                }
+                out.push(b']');
+            }
+            other => out.extend_from_slice(other.to_string().as_bytes()),
+        }
+    }
+    let mut bytes = Vec::new();
+    canon(v, &mut bytes);
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(&bytes);
+    base64::engine::general_purpose::URL_SAFE.encode(&digest[..8])
 }
 
 /// The mutable state of the emulator.

@@ -140,34 +140,37 @@ async fn a_resource_written_through_one_version_is_read_through_the_others() {
 async fn version_only_fields_are_kept_and_shown_only_where_the_version_has_them() {
     let emu = Emulator::start(&[]);
     let bs_path = format!("{G}/backendServices/bs");
-    // `tlsSettings` exists in beta and alpha, not in v1; `vpcNetworkScope` only in alpha.
+    // `dynamicForwarding` exists in beta and alpha, not in v1; `vpcNetworkScope` only in alpha.
     let (c, v) = post(
         &emu,
         "v1",
         &format!("{G}/backendServices"),
-        &json!({"name": "bs", "tlsSettings": {"sni": "example.com"}}),
+        &json!({"name": "bs", "dynamicForwarding": {"ipPortSelection": {"enabled": true}}}),
     )
     .await;
-    assert_eq!(c, 400, "v1 has no tlsSettings: {v}");
+    assert_eq!(c, 400, "v1 has no dynamicForwarding: {v}");
     assert!(
         v["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("Unknown name \"tlsSettings\""),
+            .contains("Unknown name \"dynamicForwarding\""),
         "{v}"
     );
     let (c, v) = post(
         &emu,
         "beta",
         &format!("{G}/backendServices"),
-        &json!({"name": "bs", "tlsSettings": {"sni": "example.com"}}),
+        &json!({"name": "bs", "dynamicForwarding": {"ipPortSelection": {"enabled": true}}}),
     )
     .await;
     assert_eq!(c, 200, "{v}");
     let (_, beta) = get(&emu, "beta", &bs_path).await;
-    assert_eq!(beta["tlsSettings"]["sni"], "example.com");
+    assert_eq!(
+        beta["dynamicForwarding"]["ipPortSelection"]["enabled"],
+        true
+    );
     let (_, v1) = get(&emu, "v1", &bs_path).await;
-    assert!(v1.get("tlsSettings").is_none(), "{v1}");
+    assert!(v1.get("dynamicForwarding").is_none(), "{v1}");
     // A PUT through v1 keeps what v1 cannot see.
     let mut body = v1.clone();
     body["description"] = json!("updated through v1");
@@ -175,7 +178,10 @@ async fn version_only_fields_are_kept_and_shown_only_where_the_version_has_them(
     assert_eq!(c, 200, "{v}");
     let (_, beta) = get(&emu, "beta", &bs_path).await;
     assert_eq!(beta["description"], "updated through v1");
-    assert_eq!(beta["tlsSettings"]["sni"], "example.com", "{beta}");
+    assert_eq!(
+        beta["dynamicForwarding"]["ipPortSelection"]["enabled"], true,
+        "{beta}"
+    );
     // A patch through beta may not set an alpha-only field; through alpha it may.
     let scope = json!({"vpcNetworkScope": "GLOBAL_VPC_NETWORK"});
     let (c, _) = call(&emu, reqwest::Method::PATCH, "beta", &bs_path, Some(&scope)).await;

@@ -33,6 +33,15 @@ async fn state_survives_a_restart() {
         .0,
         200
     );
+    // The endpoint's VM: attachNetworkEndpoints finds it by the address.
+    let vm = json!({"name": "vm1", "machineType": "zones/us-central1-b/machineTypes/e2-small",
+        "disks": [{"boot": true, "initializeParams": {}}], "networkInterfaces": [{"networkIP": "127.0.0.20"}]});
+    assert_eq!(
+        emu.post("projects/p1/zones/us-central1-b/instances", &vm)
+            .await
+            .0,
+        200
+    );
     let attach = json!({"networkEndpoints": [{"ipAddress": "127.0.0.20"}]});
     assert_eq!(
         emu.post(
@@ -80,7 +89,7 @@ async fn state_survives_a_restart() {
         .await;
     assert_eq!(
         eps["items"][0]["networkEndpoint"],
-        json!({"ipAddress": "127.0.0.20", "port": 8080})
+        json!({"ipAddress": "127.0.0.20", "port": 8080, "instance": "vm1"})
     );
     // The reference index was rebuilt: the health check is still in use.
     assert_eq!(

@@ -97,6 +97,22 @@ async fn load_balancer_built_through_the_rest_api_carries_traffic_and_reports_he
         "defaultPort": backend.addr.port(), "network": "global/networks/default"}),
     )
     .await;
+    // The VM the endpoint lives on, and the firewall rule that lets Google's health checkers
+    // and proxies reach it (enforced by default).
+    call(
+        Method::POST,
+        &format!("{z}/instances"),
+        json!({"name": "vm", "machineType": format!("{z}/machineTypes/e2-small"),
+        "disks": [{"boot": true, "initializeParams": {}}], "networkInterfaces": [{"networkIP": "127.0.0.1"}]}),
+    )
+    .await;
+    call(
+        Method::POST,
+        "global/firewalls",
+        json!({"name": "allow-lb", "sourceRanges": ["130.211.0.0/22", "35.191.0.0/16"],
+        "allowed": [{"IPProtocol": "tcp", "ports": [backend.addr.port().to_string()]}]}),
+    )
+    .await;
     call(
         Method::POST,
         &format!("{z}/networkEndpointGroups/neg/attachNetworkEndpoints"),

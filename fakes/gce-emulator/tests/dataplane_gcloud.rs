@@ -81,6 +81,25 @@ async fn gcloud_built_load_balancer_carries_traffic() {
     };
     let z = "--zone=us-central1-a";
 
+    // The VM behind both NEGs, and the firewall rule that lets Google's health checkers and
+    // proxies reach the two ports (the emulator enforces it by default).
+    g.ok(&[
+        "instances",
+        "create",
+        "vm",
+        z,
+        "--tags=web",
+        "--network-interface=network=default,private-network-ip=127.0.0.1",
+    ]);
+    g.ok(&[
+        "firewall-rules",
+        "create",
+        "allow-lb",
+        "--network=default",
+        &format!("--allow=tcp:{},tcp:{}", web.addr.port(), api.addr.port()),
+        "--source-ranges=130.211.0.0/22,35.191.0.0/16",
+        "--target-tags=web",
+    ]);
     g.ok(&[
         "health-checks",
         "create",

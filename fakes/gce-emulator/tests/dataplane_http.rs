@@ -331,7 +331,7 @@ async fn generated_cookie_affinity_sticks() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn slow_backend_gets_502_after_timeout_sec() {
+async fn slow_backend_gets_504_after_timeout_sec() {
     let a = Backend::start("a").await;
     a.state.slow_ms.store(5_000, Ordering::SeqCst);
     let mut w = World::start();
@@ -341,7 +341,7 @@ async fn slow_backend_gets_502_after_timeout_sec() {
     let l = w.listener("lb").await;
     let cl = client(&l, &["h.example"]);
     let (status, _, _, text) = get(&cl, &l, "h.example", "/slow").await;
-    assert_eq!(status, 502);
+    assert_eq!(status, 504);
     assert!(
         text.contains("backend_timeout") && text.contains("timeoutSec=1"),
         "{text}"

@@ -91,6 +91,13 @@ async fn gcloud_builds_inspects_and_tears_down_an_http_load_balancer() {
         "--default-port=8080",
     ]);
     g.ok(&[
+        "instances",
+        "create",
+        "vm1",
+        z,
+        "--network-interface=network=default,private-network-ip=127.0.0.9",
+    ]);
+    g.ok(&[
         "network-endpoint-groups",
         "update",
         "neg1",
@@ -199,6 +206,7 @@ async fn gcloud_builds_inspects_and_tears_down_an_http_load_balancer() {
     g.ok(&["backend-services", "delete", "bs1", "--global", "--quiet"]);
     g.ok(&["network-endpoint-groups", "delete", "neg1", z, "--quiet"]);
     g.ok(&["health-checks", "delete", "hc1", "hc2", "--quiet"]);
+    g.ok(&["instances", "delete", "vm1", z, "--quiet"]);
 
     let keys = emu.keys("p1").await;
     assert_eq!(

@@ -85,6 +85,8 @@ print("PYTHON-OK")
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_builds_reads_and_deletes() {
     let emu = Emulator::start(&["--operation-latency-ms", "400"]);
+    emu.instance("p1", "us-central1-a", "vm1", "127.0.0.30")
+        .await;
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("lb.py");
     std::fs::write(&script, SCRIPT).unwrap();
@@ -109,5 +111,11 @@ async fn python_client_builds_reads_and_deletes() {
             >= 1,
         "{calls}"
     );
+    emu.send(
+        reqwest::Method::DELETE,
+        "projects/p1/zones/us-central1-a/instances/vm1",
+        "",
+    )
+    .await;
     assert_eq!(emu.keys("p1").await, Emulator::initial_keys("p1"));
 }

@@ -45,6 +45,8 @@ macro_rules! client {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rust_client_builds_a_load_balancer_with_slow_operations_retries_and_fingerprints() {
     let emu = Emulator::start(&["--operation-latency-ms", "1200"]);
+    emu.instance(P, ZONE, "vm1", "127.0.0.10").await;
+    emu.instance(P, ZONE, "vm2", "127.0.0.11").await;
     let host = emu.root.trim_end_matches('/').to_string();
     let hc: HealthChecks = client!(HealthChecks, &host);
     let negs: NetworkEndpointGroups = client!(NetworkEndpointGroups, &host);
@@ -384,5 +386,9 @@ async fn rust_client_builds_a_load_balancer_with_slow_operations_retries_and_fin
             .await
             .unwrap(),
     );
+    for vm in ["vm1", "vm2"] {
+        let path = format!("projects/{P}/zones/{ZONE}/instances/{vm}");
+        emu.send(reqwest::Method::DELETE, &path, "").await;
+    }
     assert_eq!(emu.keys(P).await, Emulator::initial_keys(P));
 }

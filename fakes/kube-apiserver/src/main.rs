@@ -44,6 +44,20 @@ struct Args {
     /// Do not run the local EndpointSlice controller and kubelet.
     #[arg(long)]
     no_local_controllers: bool,
+    /// Register each local Node as a Compute Engine instance through this Compute API root
+    /// (e.g. the gce-emulator's `http://127.0.0.1:PORT`), as a GKE node pool creates its VMs.
+    #[arg(long)]
+    compute_endpoint: Option<String>,
+    /// The cluster's VPC network (name) the instances are on.
+    #[arg(long, default_value = "default")]
+    network: String,
+    /// The project owning the network (a Shared VPC host); default: `--project`.
+    #[arg(long)]
+    network_project: Option<String>,
+    /// Network tags of every Node's instance (comma-separated), the targets of the load
+    /// balancer's firewall rule.
+    #[arg(long, default_value = "gke-local-node", value_delimiter = ',')]
+    node_tags: Vec<String>,
 }
 
 #[tokio::main]
@@ -85,6 +99,15 @@ async fn main() -> anyhow::Result<()> {
             pod_ip_range: args.pod_ip_range.clone(),
             zones,
             project: args.project.clone(),
+            instances: args.compute_endpoint.clone().map(|endpoint| {
+                let host = args.network_project.as_deref().unwrap_or(&args.project);
+                local::instances::InstanceOptions {
+                    endpoint,
+                    project: args.project.clone(),
+                    network: format!("projects/{host}/global/networks/{}", args.network),
+                    tags: args.node_tags.clone(),
+                }
+            }),
         };
         tokio::spawn(async move {
             if let Err(e) = local::run(client, options).await {

@@ -45,6 +45,10 @@ pub const BUILTIN_V3: &[(&str, &str)] = &[
         include_str!("../openapi/v3/apis_networking.k8s.io_v1.json"),
     ),
     (
+        "apis/policy/v1",
+        include_str!("../openapi/v3/apis_policy_v1.json"),
+    ),
+    (
         "apis/rbac.authorization.k8s.io/v1",
         include_str!("../openapi/v3/apis_rbac.authorization.k8s.io_v1.json"),
     ),

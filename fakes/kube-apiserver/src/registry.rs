@@ -102,6 +102,7 @@ pub const BUILTIN_DISCOVERY: &[&str] = &[
     include_str!("../openapi/discovery/apis_discovery.k8s.io_v1.json"),
     include_str!("../openapi/discovery/apis_events.k8s.io_v1.json"),
     include_str!("../openapi/discovery/apis_networking.k8s.io_v1.json"),
+    include_str!("../openapi/discovery/apis_policy_v1.json"),
     include_str!("../openapi/discovery/apis_rbac.authorization.k8s.io_v1.json"),
 ];
 

@@ -44,7 +44,7 @@ fn kubectl_apply_k_deploy_dry_run_then_real_apply() {
     ]);
     for name in [
         "deployment.apps/gclb-operator",
-        "deployment.apps/default-http-backend",
+        "deployment.apps/gclb-default-backend",
         "serviceaccount/gclb-operator",
         "clusterrole.rbac.authorization.k8s.io/gclb-operator",
         "clusterrolebinding.rbac.authorization.k8s.io/gclb-operator",
@@ -86,11 +86,11 @@ fn kubectl_apply_k_deploy_dry_run_then_real_apply() {
     );
     let row: Vec<&str> = out
         .lines()
-        .nth(1)
+        .find(|l| l.starts_with("gclb-operator "))
         .unwrap_or("")
         .split_whitespace()
         .collect();
-    assert_eq!(&row[..4], ["gclb-operator", "0/1", "0", "0"], "{out}");
+    assert_eq!(&row[..4], ["gclb-operator", "0/2", "0", "0"], "{out}");
     let out = server.kubectl_ok(&["get", "clusterrolebinding", "gclb-operator", "-o", "wide"]);
     assert!(out.contains("ClusterRole/gclb-operator"), "{out}");
     assert!(out.contains("gclb-operator:gclb-operator"), "{out}");

@@ -1,8 +1,10 @@
 //! Optional access log: one JSON object per request and line, appended to a file by a
 //! dedicated thread so the request path never blocks on disk. Records carry the forwarding
 //! rule, the matched URL map rule, the backend service and endpoint, like the `jsonPayload` of
-//! Cloud Logging's load balancer request logs. The same record feeds the Cloud Logging entries
-//! of backend services with `logConfig.enable` (`dataplane/logging/`).
+//! Cloud Logging's load balancer request logs, with `statusDetails` on the responses the proxy
+//! makes itself (`failed_to_pick_backend`, `failed_to_connect_to_backend`, ...). The same record
+//! feeds the Cloud Logging entries of backend services with `logConfig.enable`
+//! (`dataplane/logging/`).
 
 use std::io::Write;
 use std::path::Path;
@@ -55,6 +57,10 @@ pub struct AccessRecord {
     pub path: String,
     /// Response status.
     pub status: u16,
+    /// Cloud Logging's `statusDetails`: why the proxy answered itself (a 502's reason,
+    /// `denied_by_security_policy`, `response_from_cache`, ...), else
+    /// `response_sent_by_backend`.
+    pub status_details: &'static str,
     /// The URL map rule that matched, e.g. `pathMatchers[web].pathRules[0]`.
     pub url_map_rule: String,
     /// The backend service, if any.
@@ -71,8 +77,6 @@ pub struct AccessRecord {
     pub referer: String,
     /// `HTTP/1.1`, `HTTP/2.0`, ...
     pub protocol: String,
-    /// Cloud Logging's `statusDetails`.
-    pub status_details: String,
     /// `Content-Length` of the response, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_size: Option<u64>,
@@ -115,6 +119,7 @@ impl AccessRecord {
                 .map(|p| p.to_string())
                 .unwrap_or_default(),
             status: 0,
+            status_details: "",
             url_map_rule: String::new(),
             backend_service: String::new(),
             endpoint: String::new(),
@@ -122,7 +127,6 @@ impl AccessRecord {
             user_agent: header(req, http::header::USER_AGENT),
             referer: header(req, http::header::REFERER),
             protocol: format!("{:?}", req.version()),
-            status_details: String::new(),
             response_size: None,
             enforced_security_policy: None,
             preview_security_policy: None,
@@ -137,8 +141,7 @@ impl AccessRecord {
         self.status_details = resp
             .extensions()
             .get::<StatusDetails>()
-            .map_or("response_sent_by_backend", |d| d.0)
-            .to_string();
+            .map_or("response_sent_by_backend", |d| d.0);
         self.response_size = resp
             .headers()
             .get(http::header::CONTENT_LENGTH)

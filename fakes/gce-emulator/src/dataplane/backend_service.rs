@@ -51,6 +51,9 @@ pub struct Endpoint {
     /// [`crate::dataplane::draining`]): its upstream connections close and requests still in
     /// flight on it are cut.
     pub drained: CancellationToken,
+    /// Whether the firewall of its network admits health-check probes and proxied connections
+    /// (set at each compile by [`crate::dataplane::firewall`]).
+    pub admission: crate::network::Admission,
 }
 
 impl Endpoint {
@@ -71,6 +74,7 @@ impl Endpoint {
             pool: Default::default(),
             draining_timeout_sec: AtomicU64::new(0),
             drained: CancellationToken::new(),
+            admission: Default::default(),
         }
     }
 }

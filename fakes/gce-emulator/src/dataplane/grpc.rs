@@ -12,7 +12,7 @@
 //!   the Application Load Balancer ("the maximum amount of time allowed between the load
 //!   balancer sending the first byte of a request to the backend and the backend returning the
 //!   last byte of the HTTP response"): for a stream (a gRPC server-streaming or bidirectional
-//!   call) that is its longest life. Response headers still missing then: 502 `backend_timeout`
+//!   call) that is its longest life. Response headers still missing then: 504 `backend_timeout`
 //!   (a gRPC client reads UNAVAILABLE). Headers sent and the body still streaming: the stream
 //!   is reset towards the client (RST_STREAM; an HTTP/1.1 client's connection is closed) and
 //!   cancelled towards the backend (RST_STREAM CANCEL), so the backend sees a cancelled call.

@@ -14,6 +14,8 @@
 //!   successes; HEALTHY ones become UNHEALTHY after `unhealthyThreshold` consecutive failures.
 //!   Results go to the [`HealthTable`] per backend service and to the endpoint's flag the proxy
 //!   reads; entries of detached endpoints are removed.
+//! - Firewall: a probe the endpoint's network does not admit from 35.191.0.0/16
+//!   ([`crate::dataplane::firewall`]) is a dropped packet: it fails after `timeoutSec`.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -211,12 +213,22 @@ async fn probe_loop(
     let addr = SocketAddr::new(ep.addr.ip(), spec.port.unwrap_or(ep.addr.port()));
     loop {
         tick.tick().await;
-        let result = match tokio::time::timeout(spec.timeout, probe(&spec, addr)).await {
-            Ok(r) => r,
-            Err(_) => Err(format!(
-                "no answer within timeoutSec={}",
-                spec.timeout.as_secs()
-            )),
+        let result = if !ep.admission.probes() {
+            // The firewall drops the probe's packets: no answer until timeoutSec runs out.
+            tokio::time::sleep(spec.timeout).await;
+            Err(format!(
+                "no answer within timeoutSec={}: {}",
+                spec.timeout.as_secs(),
+                ep.admission.reason()
+            ))
+        } else {
+            match tokio::time::timeout(spec.timeout, probe(&spec, addr)).await {
+                Ok(r) => r,
+                Err(_) => Err(format!(
+                    "no answer within timeoutSec={}",
+                    spec.timeout.as_secs()
+                )),
+            }
         };
         match result {
             Ok(()) => {

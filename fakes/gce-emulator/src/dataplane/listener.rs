@@ -46,12 +46,20 @@ pub struct Serving {
 }
 
 impl Serving {
-    /// Serving state allowing `max_connections` client connections.
-    pub fn new(ctx: Arc<ProxyContext>, max_connections: usize) -> Serving {
+    /// Serving state allowing `max_connections` client connections, each given
+    /// `header_read_timeout` to send a request's headers (and to idle between requests).
+    pub fn new(
+        ctx: Arc<ProxyContext>,
+        max_connections: usize,
+        header_read_timeout: Duration,
+    ) -> Serving {
         let mut h1 = http1::Builder::new();
         h1.timer(ctx.timer.clone())
-            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .header_read_timeout(header_read_timeout)
             .max_buf_size(MAX_HEADER_BYTES)
+            // The buffer limit alone is not a head limit: one read can take the buffer past
+            // it and complete a larger head. This refuses any head over the limit with 431.
+            .max_header_size(MAX_HEADER_BYTES)
             // Small proxied messages: one flattened buffer beats a writev of several pieces.
             .writev(false)
             .keep_alive(true);

@@ -16,6 +16,7 @@ pub mod cdn;
 pub mod coarse_timer;
 pub mod compile;
 pub mod draining;
+pub mod firewall;
 pub mod grpc;
 pub mod grpc_health;
 pub mod health;
@@ -25,6 +26,7 @@ pub mod logging;
 pub mod metrics;
 pub mod proxy;
 pub mod quic;
+pub mod request_checks;
 pub mod tls;
 pub mod upstream;
 pub mod url_map;
@@ -61,6 +63,13 @@ pub struct DataPlaneConfig {
     /// Worker threads of the data plane's own Tokio runtime (`--dataplane-threads`); 0 runs the
     /// data plane on the caller's runtime.
     pub worker_threads: usize,
+    /// Whether the VPC firewall decides which health-check probes and proxied connections reach
+    /// endpoints (`--enforce-firewall`, on by default in the binary; [`firewall`]). Off here
+    /// by default, for tests that feed the data plane snapshots without firewall rules.
+    pub enforce_firewall: bool,
+    /// Time a client connection has to send a request's headers, which is also its keep-alive
+    /// idle time (`--header-read-timeout-sec`); `None` is [`listener::HEADER_READ_TIMEOUT`].
+    pub header_read_timeout: Option<std::time::Duration>,
 }
 
 /// The effective socket of one forwarding rule, for `GET /_emulator/listeners`.
@@ -213,9 +222,17 @@ async fn run(
         cdn: shared.cdn.clone(),
         iap: shared.iap.clone(),
     });
-    let serving = Arc::new(Serving::new(ctx, DEFAULT_MAX_CONNECTIONS));
+    let header_read_timeout = config
+        .header_read_timeout
+        .unwrap_or(listener::HEADER_READ_TIMEOUT);
+    let serving = Arc::new(Serving::new(
+        ctx,
+        DEFAULT_MAX_CONNECTIONS,
+        header_read_timeout,
+    ));
     let mut manager = Manager {
         port_map: config.port_map,
+        enforce_firewall: config.enforce_firewall,
         listeners: HashMap::new(),
         carry: Carry::default(),
         checker: HealthChecker::new(health, shared.metrics.clone()),
@@ -244,6 +261,7 @@ async fn run(
 
 struct Manager {
     port_map: BTreeMap<u16, u16>,
+    enforce_firewall: bool,
     listeners: HashMap<ResourceKey, Listener>,
     carry: Carry,
     checker: HealthChecker,
@@ -255,6 +273,7 @@ struct Manager {
 impl Manager {
     fn apply(&mut self, snap: &Snapshot) {
         let compiled = compile::compile(snap, &mut self.carry, &self.shared.metrics);
+        firewall::admit(snap, &compiled, self.enforce_firewall);
         self.checker.reconcile(compiled.probes);
         for ep in &compiled.removed {
             draining::start(ep);

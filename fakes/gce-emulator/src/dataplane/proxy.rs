@@ -2,9 +2,10 @@
 //! route by URL map, apply the backend service's security policy, pick a healthy endpoint and
 //! forward with `X-Forwarded-For: <client>, <LB IP>` (appended to any value sent),
 //! `X-Forwarded-Proto`, `Via: 1.1 google` and the `Host` preserved (Compute docs, "HTTP(S) load
-//! balancing headers"). Failures answer 502 with a body naming the reason as Cloud Logging's
-//! `statusDetails` does (`failed_to_pick_backend`, `backend_timeout`,
-//! `failed_to_connect_to_backend`).
+//! balancing headers"). Failures answer 502 (504 when `timeoutSec` elapses) with Google's error
+//! page, naming the reason as Cloud Logging's `statusDetails` does (`failed_to_pick_backend`,
+//! `backend_timeout`, `failed_to_connect_to_backend`); requests [`request_checks`] refuses get
+//! 400, 414 or 501 and are never forwarded.
 //!
 //! No healthy endpoint: the classic Application Load Balancer answers 502
 //! (`failed_to_pick_backend`); it does not fail open to unhealthy endpoints.
@@ -29,6 +30,7 @@ use crate::dataplane::coarse_timer::CoarseTimer;
 use crate::dataplane::compile::Frontend;
 use crate::dataplane::grpc;
 use crate::dataplane::quic;
+use crate::dataplane::request_checks;
 use crate::dataplane::upstream::{Upstream, UpstreamBody};
 use crate::dataplane::url_map::{
     normalize_path, redirect_location, rewrite_path, RequestView, RouteAction,
@@ -164,13 +166,20 @@ pub(crate) fn local(status: StatusCode, body: impl Into<Bytes>) -> Response<Body
     r
 }
 
-fn bad_gateway(detail: &'static str, why: String) -> Response<Body> {
-    let mut r = local(
-        StatusCode::BAD_GATEWAY,
-        format!("502 Bad Gateway: {detail}: {why}\n"),
+/// An answer of the load balancer itself, as Google's error page (request_checks.rs), with its
+/// `statusDetails` for the access log.
+fn error_response(status: StatusCode, detail: &'static str, why: &str) -> Response<Body> {
+    let mut r = local(status, request_checks::error_page(status, detail, why));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=UTF-8"),
     );
     r.extensions_mut().insert(StatusDetails(detail));
     r
+}
+
+fn bad_gateway(detail: &'static str, why: String) -> Response<Body> {
+    error_response(StatusCode::BAD_GATEWAY, detail, &why)
 }
 
 /// The request host as sent: the URI authority (HTTP/2, absolute form) or the `Host` header.
@@ -247,7 +256,10 @@ pub async fn handle(
         .access_log
         .as_ref()
         .map(|_| AccessRecord::new(&fe.rule, &conn, &req));
-    let (mut resp, backend) = forward(&ctx, &conn, &fe, req, &mut rec).await;
+    let (mut resp, backend) = match request_checks::check(&req) {
+        Err(r) => (error_response(r.status, r.status_details, &r.why), None),
+        Ok(()) => forward(&ctx, &conn, &fe, req, &mut rec).await,
+    };
     if fe.quic {
         quic::advertise(resp.headers_mut(), conn.local_port);
     }
@@ -374,6 +386,16 @@ async fn forward(
     if let Some(r) = rec.as_mut() {
         r.endpoint = ep.addr.to_string();
     }
+    if !ep.admission.traffic() {
+        // The firewall drops the connection from Google's front end (dataplane/firewall.rs).
+        let why = format!(
+            "endpoint {} of backend service {}: {}",
+            ep.addr,
+            bs.key,
+            ep.admission.reason()
+        );
+        return (bad_gateway("failed_to_connect_to_backend", why), Some(bs));
+    }
 
     // The upstream request: same method, headers and body.
     let mut rewritten: Option<http::uri::PathAndQuery> = None;
@@ -481,7 +503,10 @@ async fn forward(
                 bs.timeout.as_secs(),
                 bs.key
             );
-            return (bad_gateway("backend_timeout", why), Some(bs));
+            return (
+                error_response(StatusCode::GATEWAY_TIMEOUT, "backend_timeout", &why),
+                Some(bs),
+            );
         }
         Ok(Err(_)) if ep.drained.is_cancelled() => {
             let why = format!(
@@ -494,6 +519,11 @@ async fn forward(
                 bad_gateway("backend_connection_closed_before_data_sent_to_client", why),
                 Some(bs),
             );
+        }
+        Ok(Err(e)) if request_checks::client_body_failed(&e) => {
+            let why = format!("the request body broke its framing: {e}");
+            let resp = error_response(StatusCode::BAD_REQUEST, "client_error", &why);
+            return (resp, Some(bs));
         }
         Ok(Err(e)) => {
             let why = format!("endpoint {} of backend service {}: {e}", ep.addr, bs.key);

@@ -70,6 +70,7 @@ impl Emulator {
             ("networkEndpointGroups", "attachNetworkEndpoints" | "detachNetworkEndpoints") => {
                 let attach = verb == "attachNetworkEndpoints";
                 let body = methods::parse_body(&req.body)?;
+                let check = attach && self.config.validate_neg_endpoints;
                 self.mutate(&t.project, req, |s| {
                     let neg = s
                         .resources
@@ -84,6 +85,7 @@ impl Emulator {
                         } else {
                             "detachEndpoints"
                         },
+                        check.then_some((&*s, key.as_str())),
                     )?;
                     network_endpoint_groups::apply(s, &key, eps, attach);
                     Ok(Mutation {

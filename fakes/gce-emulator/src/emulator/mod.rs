@@ -31,8 +31,9 @@ use crate::faults::Faults;
 use crate::health_state::HealthTable;
 use crate::listing::ListParams;
 use crate::methods::{self, Mutation};
-use crate::operations::Operations;
+use crate::operations::{Operations, Phases, WAIT_LIMIT};
 use crate::resources::{zones, Collection, Scope};
+use crate::slow_cloud::{self, SlowCloud};
 use crate::snapshot::{ResourceKey, Snapshot};
 use crate::store::State;
 
@@ -56,6 +57,14 @@ pub struct Config {
     pub require_token: Option<Option<String>>,
     /// `--state-file`.
     pub state_file: Option<PathBuf>,
+    /// `--validate-neg-endpoints`: attachNetworkEndpoints checks each endpoint against its
+    /// instance, as the real API does (on by default).
+    pub validate_neg_endpoints: bool,
+    /// `--iam-grant`: the projects restricted tokens may change ([`crate::iam`]).
+    pub grants: crate::iam::Grants,
+    /// `--slow-cloud`: the profile applied from the start (admin API `/_emulator/slow-cloud`
+    /// changes it).
+    pub slow_cloud: slow_cloud::Profile,
 }
 
 impl Default for Config {
@@ -66,6 +75,9 @@ impl Default for Config {
             managed_cert_provisioning: Duration::from_millis(3000),
             require_token: None,
             state_file: None,
+            validate_neg_endpoints: true,
+            grants: crate::iam::Grants::default(),
+            slow_cloud: slow_cloud::Profile::default(),
         }
     }
 }
@@ -84,6 +96,8 @@ pub struct ApiRequest {
     pub query: Vec<(String, String)>,
     /// Raw body.
     pub body: Bytes,
+    /// The bearer token the request carried, if any (for `--iam-grant`).
+    pub token: Option<String>,
 }
 
 /// The emulator's shared state.
@@ -98,6 +112,8 @@ pub struct Emulator {
     pub faults: Faults,
     /// Call counters.
     pub calls: Calls,
+    /// The slow cloud: latency, Operation phases and the rate quota.
+    pub slow_cloud: SlowCloud,
     /// Health states written by the data plane's health checker.
     pub health: Arc<HealthTable>,
     /// The local CA for MANAGED certificates (absent if it could not be created).
@@ -116,6 +132,16 @@ pub struct Emulator {
     pub metrics: crate::metrics::Metrics,
 }
 
+/// The schema the body of `call` must follow (schema.rs), if it has a body and a schema.
+fn schema_check(call: &Call) -> Option<crate::schema::Check> {
+    match call {
+        Call::Insert(t) | Call::Update(t, _) => crate::schema::resource_check(t.coll.kind),
+        Call::Custom(t, verb) => crate::schema::verb_check(t.coll.kind, verb),
+        Call::ProjectVerb(_, verb) => crate::schema::verb_check("compute#project", verb),
+        _ => None,
+    }
+}
+
 impl Emulator {
     /// A new emulator serving at `base` (`http://127.0.0.1:PORT/compute/v1/`), starting from
     /// `initial` (the state file's content, or empty).
@@ -130,7 +156,9 @@ impl Emulator {
             })
             .map(|(k, _)| k.clone())
             .collect();
+        let slow_cloud = SlowCloud::new(config.slow_cloud.clone());
         let emu = Arc::new(Emulator {
+            slow_cloud,
             config,
             base,
             state: Mutex::new(initial),
@@ -199,16 +227,37 @@ impl Emulator {
         let call = route(&req)?;
         let method = method_id(&call);
         self.calls.record(&method);
+        let admitted = self
+            .slow_cloud
+            .admit(slow_cloud::project_of(&req.path), &method)
+            .await;
         let fault = self.faults.check(&method);
         if !fault.latency.is_zero() {
             tokio::time::sleep(fault.latency).await;
         }
-        let result = match fault.error {
-            Some(e) => Err(e),
-            None => self
-                .execute(call, &req)
-                .await
-                .map(|v| req.version.view(&self.base, v)),
+        let result = match (admitted, fault.error) {
+            (Err(e), _) => Err(e),
+            (_, Some(e)) if !fault.after_effect => Err(e),
+            (_, lost) => {
+                let r = async {
+                    // The v1 model's fields (google-cloud-compute-v1); beta and alpha requests
+                    // are checked against their version's fields in `execute`.
+                    if req.version == ApiVersion::V1 {
+                        if let Some(check) = schema_check(&call) {
+                            crate::schema::check_body(check, &req.body)?;
+                        }
+                    }
+                    self.authorize(&call, &method, &req)?;
+                    let run = self.execute(call, &req);
+                    let v = crate::faults::OPERATION_LATENCY
+                        .scope(fault.operation_latency, run)
+                        .await?;
+                    Ok(req.version.view(&self.base, v))
+                }
+                .await;
+                // With `lostResponse` the server acted; the client gets the fault instead.
+                lost.map_or(r, Err)
+            }
         };
         let code = result.as_ref().map_or_else(|e| e.code, |_| 200);
         self.metrics.observe(&method, code, started.elapsed());
@@ -216,6 +265,30 @@ impl Emulator {
             tracing::debug!(method = %method, code = e.code, reason = %e.reason, message = %e.message, "API error");
         }
         result
+    }
+
+    /// Refuses a mutating call a restricted token (`--iam-grant`) may not make.
+    fn authorize(&self, call: &Call, method: &str, req: &ApiRequest) -> Result<(), ApiError> {
+        if crate::calls::is_reading(method) {
+            return Ok(());
+        }
+        let (project, resource) = match call {
+            Call::Insert(t) => {
+                let name = methods::parse_body(&req.body)
+                    .ok()
+                    .and_then(|b| b.get("name")?.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                (t.project.as_str(), format!("{}{name}", t.prefix()))
+            }
+            Call::Delete(t) | Call::Update(t, _) | Call::Custom(t, _) => {
+                (t.project.as_str(), t.key())
+            }
+            Call::ProjectVerb(p, _) => (p.as_str(), format!("projects/{p}")),
+            _ => return Ok(()),
+        };
+        self.config
+            .grants
+            .check(req.token.as_deref(), method, project, &resource)
     }
 
     async fn execute(self: &Arc<Self>, call: Call, req: &ApiRequest) -> Result<Value, ApiError> {
@@ -445,12 +518,19 @@ impl Emulator {
             }
             self.schedule_certs(&state);
             self.publish(&state);
-            let op = self.ops.lock().expect("ops poisoned").create(
-                &self.base,
-                project,
-                &m,
-                self.config.operation_latency,
-            );
+            let mut phases = self.operation_phases(m.zone.is_some());
+            if let Some(latency) = crate::faults::OPERATION_LATENCY
+                .try_with(|l| *l)
+                .ok()
+                .flatten()
+            {
+                phases.running = latency;
+            }
+            let op = self
+                .ops
+                .lock()
+                .expect("ops poisoned")
+                .create(&self.base, project, &m, phases);
             tracing::info!(operation = %op["name"].as_str().unwrap_or_default(), op_type = %m.op_type, target = %m.target, "committed");
             if let Some(id) = request_id {
                 let key = op["selfLink"]
@@ -483,6 +563,18 @@ impl Emulator {
         let _ = tokio::time::timeout(Duration::from_secs(30), rx.wait_for(|v| *v >= version)).await;
     }
 
+    /// How long a new Operation stays PENDING and RUNNING: the slow cloud's figures for its
+    /// scope, else `--operation-latency-ms` of RUNNING.
+    fn operation_phases(&self, zonal: bool) -> Phases {
+        match self.slow_cloud.operation_phases(zonal) {
+            Some((pending, running)) => Phases { pending, running },
+            None => Phases {
+                pending: Duration::ZERO,
+                running: self.config.operation_latency,
+            },
+        }
+    }
+
     async fn wait_operation(&self, key: &str) -> Result<Value, ApiError> {
         // Like the real API: answer when DONE or after at most two minutes.
         let done_at = {
@@ -491,7 +583,7 @@ impl Emulator {
                 .ok_or_else(|| ApiError::not_found(key))?
                 .done_at
         };
-        let limit = Instant::now() + Duration::from_secs(120);
+        let limit = Instant::now() + WAIT_LIMIT;
         tokio::time::sleep_until(done_at.min(limit).into()).await;
         let ops = self.ops.lock().expect("ops poisoned");
         ops.get(key)

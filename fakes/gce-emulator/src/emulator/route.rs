@@ -224,6 +224,7 @@ mod tests {
             query: vec![],
             body: Bytes::new(),
             version: Default::default(),
+            token: None,
         }
     }
 

@@ -15,8 +15,10 @@
 //! `update` (PUT) through a version keeps the fields that version cannot see.
 //!
 //! Which top-level fields exist only from beta or alpha on comes from the Compute API's
-//! discovery documents (v1, beta, alpha; the messages gcloud 528 generates from them); nested
-//! fields are not versioned here.
+//! discovery documents (v1, beta, alpha; the messages gcloud 528 generates from them), less the
+//! fields v1 has gained since (`grpcTlsHealthCheck`, `tlsSettings`,
+//! `networkPassThroughLbTrafficPolicy`, security policy `associations`/`parent`/`shortName` are
+//! in the v1 model of google-cloud-compute-v1 4.x); nested fields are not versioned here.
 
 use serde_json::{Map, Value};
 
@@ -72,7 +74,7 @@ const LATER_FIELDS: &[LaterFields] = &[
     },
     LaterFields {
         kind: "compute#healthCheck",
-        beta: &["grpcTlsHealthCheck"],
+        beta: &[],
         alpha: &["udpHealthCheck"],
     },
     LaterFields {
@@ -82,22 +84,12 @@ const LATER_FIELDS: &[LaterFields] = &[
     },
     LaterFields {
         kind: "compute#securityPolicy",
-        beta: &[
-            "associations",
-            "displayName",
-            "parent",
-            "ruleTupleCount",
-            "shortName",
-        ],
+        beta: &["displayName", "ruleTupleCount"],
         alpha: &["cloudArmorConfig"],
     },
     LaterFields {
         kind: "compute#backendService",
-        beta: &[
-            "dynamicForwarding",
-            "networkPassThroughLbTrafficPolicy",
-            "tlsSettings",
-        ],
+        beta: &["dynamicForwarding"],
         alpha: &["vpcNetworkScope"],
     },
     LaterFields {
@@ -310,7 +302,7 @@ mod tests {
         let stored = json!({"kind": "compute#backendService", "id": "42", "name": "bs",
             "selfLink": format!("{BASE}projects/p/global/backendServices/bs"),
             "healthChecks": [format!("{BASE}projects/p/global/healthChecks/hc")],
-            "tlsSettings": {"sni": "a"}, "vpcNetworkScope": "GLOBAL_VPC_NETWORK",
+            "dynamicForwarding": {"ipPortSelection": {"enabled": true}}, "vpcNetworkScope": "GLOBAL_VPC_NETWORK",
             "description": "see https://example.com/compute/v1/"});
         let v1 = ApiVersion::V1.view(BASE, stored.clone());
         assert_eq!(
@@ -318,7 +310,7 @@ mod tests {
             "v1 is the store's own form"
         );
         assert!(
-            v1.get("tlsSettings").is_none(),
+            v1.get("dynamicForwarding").is_none(),
             "beta-only fields are hidden from v1"
         );
         assert!(v1.get("selfLinkWithId").is_none());
@@ -331,7 +323,10 @@ mod tests {
             beta["healthChecks"][0],
             "http://127.0.0.1:9/compute/beta/projects/p/global/healthChecks/hc"
         );
-        assert_eq!(beta["tlsSettings"]["sni"], "a");
+        assert_eq!(
+            beta["dynamicForwarding"]["ipPortSelection"]["enabled"],
+            true
+        );
         assert!(beta.get("vpcNetworkScope").is_none());
         assert!(beta.get("selfLinkWithId").is_none());
         assert_eq!(beta["description"], stored["description"]);
@@ -345,22 +340,27 @@ mod tests {
 
     #[test]
     fn requests_may_set_only_their_versions_fields() {
-        let body = br#"{"name": "bs", "tlsSettings": {}}"#;
+        let body = br#"{"name": "bs", "dynamicForwarding": {}}"#;
         let e = ApiVersion::V1
             .check_body("compute#backendService", body)
             .unwrap_err();
         assert_eq!((e.code, e.reason.as_str()), (400, "invalid"));
-        assert!(e.message.contains("Unknown name \"tlsSettings\""), "{e:?}");
+        assert!(
+            e.message.contains("Unknown name \"dynamicForwarding\""),
+            "{e:?}"
+        );
         assert!(ApiVersion::Beta
             .check_body("compute#backendService", body)
             .is_ok());
-        let stored =
-            json!({"kind": "compute#backendService", "name": "bs", "tlsSettings": {"sni": "a"}});
+        let stored = json!({"kind": "compute#backendService", "name": "bs", "dynamicForwarding": {"ipPortSelection": {"enabled": true}}});
         let kept = ApiVersion::V1
             .keep_hidden(Some(&stored), br#"{"name": "bs", "description": "d"}"#)
             .unwrap();
         let kept: Value = serde_json::from_slice(&kept).unwrap();
-        assert_eq!(kept["tlsSettings"]["sni"], "a");
+        assert_eq!(
+            kept["dynamicForwarding"]["ipPortSelection"]["enabled"],
+            true
+        );
         assert_eq!(ApiVersion::Beta.keep_hidden(Some(&stored), b"{}"), None);
     }
 }

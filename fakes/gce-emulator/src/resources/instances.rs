@@ -19,11 +19,10 @@ use std::net::Ipv4Addr;
 use serde_json::{json, Value};
 
 use crate::errors::ApiError;
-use crate::methods::fingerprint;
 use crate::network::interfaces;
 use crate::resources::{name_of, projects, zones, Prepare};
 use crate::snapshot::{key_in_project, ResourceKey};
-use crate::store::State;
+use crate::store::{fingerprint, State};
 use crate::validate::{self, cidr_contains, parse_cidr, Obj};
 
 /// Where `networkIP` is allocated when an insert omits it (127.32.0.0/11).

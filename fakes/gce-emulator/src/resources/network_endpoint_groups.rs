@@ -8,8 +8,9 @@ use serde_json::{json, Value};
 
 use crate::errors::ApiError;
 use crate::health_state::{HealthKey, HealthState, HealthTable};
+use crate::network::interfaces::{self, Nic};
 use crate::resources::Prepare;
-use crate::snapshot::NetworkEndpoint;
+use crate::snapshot::{key_from_url, NetworkEndpoint};
 use crate::store::State;
 use crate::validate::{self, Obj};
 
@@ -52,12 +53,17 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Parses `{"networkEndpoints":[{"ipAddress","port"?,"instance"?}]}`; the NEG's `defaultPort`
-/// fills a missing port. Errors: 400 naming `networkEndpoints[i].field`.
+/// Parses `{"networkEndpoints":[{"ipAddress"?,"port"?,"instance"?}]}`; the NEG's
+/// `defaultPort` fills a missing port. With `validate` (the NEG's key and the store, for
+/// attachNetworkEndpoints), each endpoint is checked against its instance as the real API
+/// does ([`resolve_endpoint`]); without it `ipAddress` is required.
+///
+/// Errors: 400 naming `networkEndpoints[i].field`, and those of [`resolve_endpoint`].
 pub fn parse_endpoints(
     neg: &Value,
     body: &Obj,
     verb: &str,
+    validate: Option<(&State, &str)>,
 ) -> Result<Vec<NetworkEndpoint>, ApiError> {
     let prefix = format!("networkEndpointGroups{}Request", capitalise(verb));
     let list = match body.get("networkEndpoints") {
@@ -87,26 +93,92 @@ pub fn parse_endpoints(
         let mut o = ep.as_object().cloned().ok_or_else(|| {
             ApiError::invalid_value(&p, &validate::show(ep), "Expected an object.")
         })?;
-        let ip = validate::req_str(&o, &p, "ipAddress")?.to_string();
-        if ip.parse::<Ipv4Addr>().is_err() {
-            return Err(ApiError::invalid_value(
-                &format!("{p}.ipAddress"),
-                &ip,
-                "Must be an IPv4 address.",
-            ));
-        }
+        let ip = match validate::opt_str(&o, &p, "ipAddress")?.filter(|s| !s.is_empty()) {
+            Some(s) => Some(s.parse::<Ipv4Addr>().map_err(|_| {
+                ApiError::invalid_value(&format!("{p}.ipAddress"), s, "Must be an IPv4 address.")
+            })?),
+            None => None,
+        };
         let port =
             validate::int_field(&mut o, &p, "port", 1, 65535, default_port.map(|d| d as i64))?
                 .ok_or_else(|| ApiError::required(&format!("{p}.port")))?;
         let instance = validate::opt_str(&o, &p, "instance")?
             .map(|i| i.rsplit('/').next().unwrap_or(i).to_string());
+        let (ip, instance) = match (validate, ip) {
+            (Some((state, key)), ip) => resolve_endpoint(state, key, ip, instance)?,
+            (None, Some(ip)) => (ip, instance),
+            (None, None) => return Err(ApiError::required(&format!("{p}.ipAddress"))),
+        };
         out.push(NetworkEndpoint {
-            ip_address: ip,
+            ip_address: ip.to_string(),
             port: port as u16,
             instance,
         });
     }
     Ok(out)
+}
+
+/// Checks one GCE_VM_IP_PORT endpoint of the NEG `neg_key` as the Compute API reference
+/// (`NetworkEndpoint`) describes it: the `instance`, named in the NEG's zone and project, must
+/// exist (404 `The resource '.../instances/NAME' was not found`: an instance of that name in
+/// another zone is not found either) and have an interface on the NEG's network; the IP must be
+/// that interface's primary address or inside one of its alias IP ranges, and a missing IP is
+/// the primary address. Without an `instance`, the instance of the zone holding the IP on that
+/// network is found. Otherwise 400, worded as the real API words it: `Invalid value for field
+/// 'resource.ipAddress': 'IP'. Specified IP address IP doesn't belong to the (sub)network NET
+/// or to the instance NAME.` (as quoted from the API in kubernetes/ingress-gce issue 1463).
+/// Returns the IP and the instance name.
+pub fn resolve_endpoint(
+    state: &State,
+    neg_key: &str,
+    ip: Option<Ipv4Addr>,
+    instance: Option<String>,
+) -> Result<(Ipv4Addr, Option<String>), ApiError> {
+    let zone_prefix = neg_key
+        .rsplit_once("/networkEndpointGroups/")
+        .map_or(neg_key, |(z, _)| z);
+    let network = state
+        .resources
+        .get(neg_key)
+        .and_then(|n| n.get("network")?.as_str().and_then(key_from_url))
+        .unwrap_or_default();
+    let net_name = crate::resources::name_of(&network).to_string();
+    let refuse = |ip: &str, owner: Option<&str>| {
+        let whose = match owner {
+            Some(i) => format!(" or to the instance {i}"),
+            None => String::new(),
+        };
+        ApiError::invalid_value(
+            "resource.ipAddress",
+            ip,
+            &format!(
+                "Specified IP address {ip} doesn't belong to the (sub)network {net_name}{whose}."
+            ),
+        )
+    };
+    let Some(name) = instance else {
+        let ip = ip.ok_or_else(|| ApiError::required("resource.ipAddress"))?;
+        let prefix = format!("{zone_prefix}/instances/");
+        return state
+            .scan(&prefix)
+            .find(|(_, vm)| interfaces::nic_on(vm, &network).is_some_and(|n| n.holds(ip)))
+            .map(|(k, _)| (ip, Some(crate::resources::name_of(k).to_string())))
+            .ok_or_else(|| refuse(&ip.to_string(), None));
+    };
+    let key = format!("{zone_prefix}/instances/{name}");
+    let vm = state
+        .resources
+        .get(&key)
+        .ok_or_else(|| ApiError::not_found(&key))?;
+    let nic = interfaces::nic_on(vm, &network);
+    match (ip, nic) {
+        (Some(ip), Some(nic)) if nic.holds(ip) => Ok((ip, Some(name))),
+        (None, Some(Nic { ip: Some(ip), .. })) => Ok((ip, Some(name))),
+        (ip, _) => Err(refuse(
+            &ip.map(|i| i.to_string()).unwrap_or_default(),
+            Some(&name),
+        )),
+    }
 }
 
 fn capitalise(s: &str) -> String {

@@ -94,6 +94,17 @@ impl Emulator {
             .await
     }
 
+    /// Inserts the VM instance `name` with primary address `ip` on the `default` network of
+    /// `project` in `zone` (NEG endpoints must name an instance holding their address).
+    pub async fn instance(&self, project: &str, zone: &str, name: &str, ip: &str) {
+        let vm = serde_json::json!({"name": name, "machineType": format!("zones/{zone}/machineTypes/e2-small"),
+            "disks": [{"boot": true, "initializeParams": {}}], "networkInterfaces": [{"networkIP": ip}]});
+        let (code, body) = self
+            .post(&format!("projects/{project}/zones/{zone}/instances"), &vm)
+            .await;
+        assert_eq!(code, 200, "instance {name}: {body}");
+    }
+
     /// `GET /_emulator/{path}` as JSON.
     pub async fn admin_get(&self, path: &str) -> Value {
         self.http

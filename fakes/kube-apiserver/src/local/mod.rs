@@ -1,13 +1,15 @@
 //! Local controllers that make the local API behave like a cluster: the EndpointSlice
 //! controller, and a local kubelet that registers the cluster's Nodes (one by default, several
 //! across zones with `--nodes`) and runs opted-in Pods on them as built-in HTTP echo servers on
-//! loopback Pod IPs from each Node's Pod CIDR. They are ordinary API clients (kube-rs) of the
-//! local server.
+//! loopback Pod IPs from each Node's Pod CIDR, and registers each Node as a Compute Engine
+//! instance when given a Compute endpoint ([`instances`]). They are ordinary API clients
+//! (kube-rs) of the local server, so they can serve any API server.
 
 pub mod annotations;
 pub mod echo;
 pub mod endpoint_slice;
 pub mod endpoint_slice_controller;
+pub mod instances;
 pub mod kubelet;
 pub mod node_agent;
 pub mod node_set;
@@ -28,6 +30,9 @@ pub struct LocalOptions {
     pub zones: Vec<String>,
     /// Project named in the Nodes' `spec.providerID` (`--project`).
     pub project: String,
+    /// Where each Node is registered as a Compute Engine instance (`--compute-endpoint`);
+    /// `None` registers none.
+    pub instances: Option<instances::InstanceOptions>,
 }
 
 impl Default for LocalOptions {
@@ -36,6 +41,7 @@ impl Default for LocalOptions {
             pod_ip_range: "127.64.0.0/10".to_string(),
             zones: vec![nodes::DEFAULT_ZONE.to_string()],
             project: "local-project".to_string(),
+            instances: None,
         }
     }
 }
@@ -52,6 +58,7 @@ pub async fn run(client: kube::Client, options: LocalOptions) -> anyhow::Result<
             project: options.project.clone(),
             zones: options.zones.clone(),
             pod_ip_range: options.pod_ip_range.clone(),
+            instances: options.instances.clone().map(instances::Instances::new),
         },
         nodes.clone(),
     )

@@ -14,6 +14,8 @@
 //! - A served Node that is deleted stops being served; its Pods are deleted at once (as the
 //!   Pod garbage collector deletes Pods bound to a Node that no longer exists) and its Lease
 //!   with them (a real cluster's garbage collector follows the Lease's ownerReference).
+//! - With a Compute endpoint, each served Node is first registered as an instance
+//!   ([`super::instances`]), and a deleted Node's instance is deleted.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -50,6 +52,8 @@ pub struct NodeAgentOptions {
     pub zones: Vec<String>,
     /// The cluster's Pod range; each Node gets a /24 of it.
     pub pod_ip_range: String,
+    /// Registers each served Node as a Compute Engine instance, if set.
+    pub instances: Option<super::instances::Instances>,
 }
 
 struct Agent {
@@ -154,8 +158,12 @@ impl Agent {
         }
     }
 
-    /// Writes the status, starts the heartbeats and adds the Node to the served set.
+    /// Registers the Node's instance (if configured), writes the status, starts the heartbeats
+    /// and adds the Node to the served set: Pods land on it only once its instance exists.
     async fn serve(&mut self, node: Node, config: NodeConfig) -> anyhow::Result<()> {
+        if let Some(instances) = &self.options.instances {
+            instances.register(&config).await?;
+        }
         let now = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true);
         self.nodes()
             .patch_status(
@@ -279,6 +287,11 @@ impl Agent {
         }
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), nodes::LEASE_NAMESPACE);
         let _ = leases.delete(name, &DeleteParams::default()).await;
+        if let Some(instances) = &self.options.instances {
+            if let Err(error) = instances.delete(name, &node.config.zone).await {
+                tracing::warn!(node = %name, %error, "cannot delete the instance of a deleted Node");
+            }
+        }
     }
 }
 

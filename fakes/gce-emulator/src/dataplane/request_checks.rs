@@ -1,0 +1,290 @@
+//! What the data plane refuses from clients before it routes a request, beyond what hyper's
+//! HTTP/1 parser (httparse, in its strict defaults) already refuses, and Google's error page
+//! for the answers the proxy itself gives.
+//!
+//! hyper refuses with 400 what no HTTP/1.1 recipient may accept: whitespace between a field
+//! name and its colon, obs-fold, control bytes (NUL, bare CR) in the request line or a field,
+//! conflicting `Content-Length` values, a `Transfer-Encoding` whose last coding is not
+//! `chunked`, `Transfer-Encoding` on HTTP/1.0; with 431 a head larger than its buffer, and it
+//! times out a head that does not arrive (listener.rs). [`check`] adds the rules of RFC 9112
+//! that hyper leaves to the application, as nginx applies them:
+//!
+//! - an HTTP/1.1 request without `Host`, with more than one `Host` field line, or with a `Host`
+//!   that is not an authority (`host[:port]`): 400 (RFC 9112 section 3.2);
+//! - more than one `Transfer-Encoding` field line: 400; a transfer coding other than exactly
+//!   `chunked` (`identity, chunked` passes hyper, which checks only the last coding): 501, as
+//!   nginx answers (RFC 9112 section 6.1: "SHOULD respond with 501 (Not Implemented)");
+//! - a request target longer than [`MAX_REQUEST_TARGET_BYTES`]: 414 (a head beyond the 64 KiB
+//!   buffer is hyper's 431 before the target can be seen).
+//!
+//! Two ambiguities never reach this module, because hyper resolves them while parsing and
+//! keeps no trace of them in the request: identical duplicate `Content-Length` lines (merged
+//! into one, as RFC 9110 section 8.6 allows) and `Content-Length` with `Transfer-Encoding`
+//! (the length is dropped, the chunked body is read, and the connection is closed after the
+//! response, as RFC 9112 section 6.3 allows). nginx refuses both with 400; refusing them here
+//! would mean framing HTTP/1 ourselves. Neither lets an endpoint see a request boundary the
+//! proxy did not, since the proxy always re-frames what it forwards
+//! (`tests/dataplane_hostile_clients.rs` proves it; docs/reliability.md has the table).
+//!
+//! A request body that breaks its framing midway (an invalid or overflowing chunk size) is
+//! found only while it is forwarded: [`client_body_failed`] tells the proxy that the failure
+//! was the client's, which answers 400 instead of 502.
+
+use std::error::Error as StdError;
+
+use bytes::Bytes;
+use http::header::{HOST, TRANSFER_ENCODING};
+use http::{Request, StatusCode, Version};
+
+use crate::dataplane::upstream::UpstreamError;
+
+/// Longest request target (path and query, or absolute URI) accepted, in bytes (16 KiB; nginx
+/// allows an 8 KiB request line by default, hyper up to 64 KiB).
+pub const MAX_REQUEST_TARGET_BYTES: usize = 16 * 1024;
+
+/// Why a request is refused: the status, Cloud Logging's `statusDetails` and a sentence for
+/// the error page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// Status answered.
+    pub status: StatusCode,
+    /// The `statusDetails` value the load balancer logs would carry (`client_error`...).
+    pub status_details: &'static str,
+    /// What was wrong, naming the header or part of the request.
+    pub why: String,
+}
+
+fn refuse(status: StatusCode, status_details: &'static str, why: impl Into<String>) -> Refusal {
+    Refusal {
+        status,
+        status_details,
+        why: why.into(),
+    }
+}
+
+/// Whether `v` is a valid `Host` value: an authority without user information
+/// (`uri-host [ ":" port ]`, RFC 9112 section 3.2, RFC 3986 section 3.2.2).
+fn valid_host(v: &[u8]) -> bool {
+    if v.is_empty() || v.contains(&b'@') {
+        return false;
+    }
+    let Ok(a) = http::uri::Authority::try_from(v) else {
+        return false;
+    };
+    // `Authority` takes any characters after the last colon; a port is digits only.
+    let host = a.host();
+    let rest = &a.as_str()[a.as_str().find(host).unwrap_or(0) + host.len()..];
+    rest.strip_prefix(':')
+        .map_or(rest.is_empty(), |p| p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The checks of this module on a parsed request head. Errors: the [`Refusal`] to answer.
+/// HTTP/2 requests pass: their framing leaves no room for these ambiguities, and `:authority`
+/// replaces `Host`.
+pub fn check<B>(req: &Request<B>) -> Result<(), Refusal> {
+    let version = req.version();
+    if version != Version::HTTP_11 && version != Version::HTTP_10 {
+        return Ok(());
+    }
+    let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len())
+        + req.uri().authority().map_or(0, |a| a.as_str().len());
+    if target > MAX_REQUEST_TARGET_BYTES {
+        return Err(refuse(
+            StatusCode::URI_TOO_LONG,
+            "client_error",
+            format!("request target of {target} bytes; at most {MAX_REQUEST_TARGET_BYTES}"),
+        ));
+    }
+    let mut hosts = req.headers().get_all(HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (None, _) if version == Version::HTTP_11 => {
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                "client_error",
+                "HTTP/1.1 request without a Host header",
+            ))
+        }
+        (Some(_), Some(_)) => {
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                "client_error",
+                "more than one Host header",
+            ))
+        }
+        (Some(h), None) if !valid_host(h.as_bytes()) => {
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                "client_error",
+                "the Host header is not a valid host[:port]",
+            ))
+        }
+        _ => {}
+    }
+    let mut codings = req.headers().get_all(TRANSFER_ENCODING).iter();
+    match (codings.next(), codings.next()) {
+        (Some(_), Some(_)) => Err(refuse(
+            StatusCode::BAD_REQUEST,
+            "client_error",
+            "more than one Transfer-Encoding header",
+        )),
+        (Some(te), None) if !te.as_bytes().trim_ascii().eq_ignore_ascii_case(b"chunked") => {
+            Err(refuse(
+                StatusCode::NOT_IMPLEMENTED,
+                "client_error",
+                "a transfer coding other than chunked",
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether a failed upstream exchange failed because the client's request body broke its own
+/// framing (an invalid or overflowing chunk size, a body cut short): hyper's client reports
+/// the body it was sending as a user error whose cause is the server side's read error, an
+/// I/O error of kind `InvalidData`, `InvalidInput` or `UnexpectedEof`.
+pub fn client_body_failed(e: &UpstreamError) -> bool {
+    match e {
+        UpstreamError::Http(h) => caused_by_client_body(h),
+        UpstreamError::Client(c) => caused_by_client_body(c),
+        _ => false,
+    }
+}
+
+fn caused_by_client_body(e: &(dyn StdError + 'static)) -> bool {
+    let mut user = false;
+    let mut cur: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            user |= h.is_user();
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{InvalidData, InvalidInput, UnexpectedEof};
+            if user && matches!(io.kind(), InvalidData | InvalidInput | UnexpectedEof) {
+                return true;
+            }
+        }
+        cur = err.source();
+    }
+    false
+}
+
+/// The title Google's front ends give an error page of `status` (`Error 502 (Server Error)!!1`).
+fn title(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        411 => "Length Required",
+        413 => "Request Entity Too Large",
+        414 => "Request-URI Too Large",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Server Error",
+    }
+}
+
+/// The body of an error the load balancer answers itself, in the shape of Google's front-end
+/// error pages (an HTML page titled `Error 502 (Server Error)!!1`, "That's an error."), with
+/// Cloud Logging's `statusDetails` and the reason in a comment, so a developer sees why
+/// without a log. The content type is `text/html; charset=UTF-8`.
+pub fn error_page(status: StatusCode, status_details: &str, why: &str) -> Bytes {
+    let code = status.as_u16();
+    let text = if status.is_client_error() || code == 501 {
+        "Your client has issued a malformed or illegal request."
+    } else {
+        "The server encountered a temporary error and could not complete your request.<p>Please try again in 30 seconds."
+    };
+    // A comment ends at the first `--`: keep the reason from closing it early.
+    let why = why.replace("--", "- -");
+    Bytes::from(format!(
+        "<!DOCTYPE html>\n<html lang=en>\n  <meta charset=utf-8>\n  <title>Error {code} ({})!!1</title>\n  <p><b>{code}.</b> <ins>That\u{2019}s an error.</ins>\n  <p>{text}  <ins>That\u{2019}s all we know.</ins>\n  <!-- statusDetails: {status_details}: {why} -->\n",
+        title(status)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(version: Version, uri: &str, headers: &[(&str, &str)]) -> Request<()> {
+        let mut b = Request::builder().version(version).uri(uri);
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        b.body(()).unwrap()
+    }
+
+    fn status(r: Result<(), Refusal>) -> u16 {
+        r.map_or_else(|e| e.status.as_u16(), |()| 200)
+    }
+
+    #[test]
+    fn host_rules_of_rfc_9112() {
+        let v11 = Version::HTTP_11;
+        assert_eq!(status(check(&req(v11, "/", &[("host", "a.example")]))), 200);
+        assert_eq!(status(check(&req(v11, "/", &[("host", "a:80")]))), 200);
+        assert_eq!(status(check(&req(v11, "/", &[]))), 400);
+        assert_eq!(status(check(&req(Version::HTTP_10, "/", &[]))), 200);
+        let two = [("host", "a.example"), ("host", "a.example")];
+        assert_eq!(status(check(&req(v11, "/", &two))), 400);
+        assert_eq!(status(check(&req(Version::HTTP_10, "/", &two))), 400);
+        for bad in ["", "u@a.example", "a b", "a/b", "a:x"] {
+            assert_eq!(
+                status(check(&req(v11, "/", &[("host", bad)]))),
+                400,
+                "{bad:?}"
+            );
+        }
+        // HTTP/2 carries :authority instead.
+        assert_eq!(status(check(&req(Version::HTTP_2, "/", &[]))), 200);
+    }
+
+    #[test]
+    fn transfer_codings_and_target_length() {
+        let h = ("host", "a");
+        let te = |v| check(&req(Version::HTTP_11, "/", &[h, ("transfer-encoding", v)]));
+        assert_eq!(status(te("chunked")), 200);
+        assert_eq!(status(te(" Chunked ")), 200);
+        assert_eq!(status(te("identity, chunked")), 501);
+        assert_eq!(status(te("gzip")), 501);
+        let two = [
+            h,
+            ("transfer-encoding", "chunked"),
+            ("transfer-encoding", "chunked"),
+        ];
+        assert_eq!(status(check(&req(Version::HTTP_11, "/", &two))), 400);
+        let long = format!("/{}", "a".repeat(MAX_REQUEST_TARGET_BYTES));
+        assert_eq!(status(check(&req(Version::HTTP_11, &long, &[h]))), 414);
+        let fits = format!("/{}", "a".repeat(MAX_REQUEST_TARGET_BYTES - 1));
+        assert_eq!(status(check(&req(Version::HTTP_11, &fits, &[h]))), 200);
+    }
+
+    #[test]
+    fn client_body_errors_are_told_apart() {
+        let io = std::io::Error::new(std::io::ErrorKind::InvalidInput, "Invalid chunk size");
+        // Without a hyper user error around it, an I/O error is the endpoint's.
+        assert!(!caused_by_client_body(&io));
+        let other = std::io::Error::other("connection reset");
+        assert!(!caused_by_client_body(&other));
+        assert!(!client_body_failed(&UpstreamError::Drained));
+    }
+
+    #[test]
+    fn error_pages_have_googles_title_and_the_reason() {
+        let p = error_page(StatusCode::GATEWAY_TIMEOUT, "backend_timeout", "a -- b");
+        let p = std::str::from_utf8(&p).unwrap();
+        assert!(
+            p.contains("<title>Error 504 (Gateway Timeout)!!1</title>"),
+            "{p}"
+        );
+        assert!(
+            p.contains("statusDetails: backend_timeout: a - - b -->"),
+            "{p}"
+        );
+        let p = error_page(StatusCode::BAD_REQUEST, "client_error", "x");
+        assert!(std::str::from_utf8(&p)
+            .unwrap()
+            .contains("malformed or illegal"));
+    }
+}

@@ -1,0 +1,289 @@
+//! The [`Context`] every reconcile shares: clients, stores, settings, Events, what is live,
+//! and garbage collection (a whole-cluster job, coalesced and debounced, see the module docs
+//! of [`super`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource};
+use tracing::{info, warn};
+
+use super::{coalesce, last_desired, Config, ControllerMetrics, Stores, GC_DEBOUNCE, GC_PATIENCE};
+use crate::compute::Compute;
+use crate::sync::firewalls;
+use crate::sync::gc::{collect_garbage, LiveSet};
+use crate::sync::ingress::BackendLocks;
+use crate::sync::{Changes, SyncError};
+use crate::translate::namer::FrontendNamer;
+use crate::translate::{owns_ingress, translate_ingress, ClusterSnapshot, ObjectKey};
+
+/// Everything a reconcile needs; shared by all workers.
+pub struct Context {
+    /// Kubernetes client.
+    pub client: Client,
+    /// Compute API.
+    pub compute: Arc<Compute>,
+    /// Stores of every kind translation reads.
+    pub stores: Stores,
+    /// Settings.
+    pub config: Config,
+    /// Event recorder.
+    pub recorder: Recorder,
+    /// Metrics.
+    pub metrics: ControllerMetrics,
+    pub(crate) locks: BackendLocks,
+    /// Syncs hold it shared; garbage collection exclusively, so GC never deletes a backend a
+    /// running sync has just created.
+    pub(crate) gc_lock: tokio::sync::RwLock<()>,
+    /// Serialises firewall syncs.
+    pub(crate) firewall_lock: tokio::sync::Mutex<firewalls::RuleState>,
+    /// Shares one garbage collection run among the reconciles that ask for it together.
+    pub(crate) gc_runs: coalesce::Coalesced,
+    /// Shares one firewall sync among the reconciles that ask for it together.
+    pub(crate) firewall_runs: coalesce::Coalesced,
+    /// A background GC run is scheduled and has not started yet.
+    pub(crate) gc_scheduled: std::sync::atomic::AtomicBool,
+    /// Last successful translation per Ingress (firewall ports and GC survive a failing one).
+    pub(crate) last_desired: last_desired::LastDesired,
+    /// Ingress changes seen but not yet programmed: key -> (generation, first seen).
+    pub(crate) pending: Mutex<HashMap<ObjectKey, (i64, Instant)>>,
+}
+
+impl Context {
+    /// A context; `reporter` names the controller in Events (`reportingController`).
+    pub fn new(
+        client: Client,
+        compute: Arc<Compute>,
+        stores: Stores,
+        config: Config,
+        metrics: ControllerMetrics,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: "gclb-operator".to_string(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            compute,
+            stores,
+            config,
+            metrics,
+            locks: BackendLocks::default(),
+            gc_lock: tokio::sync::RwLock::new(()),
+            firewall_lock: tokio::sync::Mutex::new(firewalls::RuleState::default()),
+            gc_runs: coalesce::Coalesced::default(),
+            firewall_runs: coalesce::Coalesced::default(),
+            gc_scheduled: std::sync::atomic::AtomicBool::new(false),
+            last_desired: last_desired::LastDesired::default(),
+            pending: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) async fn event(&self, ingress: &Ingress, warning: bool, reason: &str, note: String) {
+        let event = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.to_string(),
+            // kube's Recorder folds Events with the same (type, reason, action) into one series,
+            // so the action carries the message (at most 128 bytes) to keep distinct messages.
+            action: truncate(&note, 128).to_string(),
+            note: Some(note),
+            secondary: None,
+        };
+        if let Err(e) = self
+            .recorder
+            .publish(&event, &ingress.object_ref(&()))
+            .await
+        {
+            warn!(error = %e, reason, "cannot publish Event");
+        }
+    }
+
+    pub(crate) fn observe_change(&self, key: &ObjectKey, ingress: &Ingress) {
+        let generation = ingress.metadata.generation.unwrap_or(0);
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = pending
+            .entry(key.clone())
+            .or_insert((generation, Instant::now()));
+        if entry.0 != generation {
+            *entry = (generation, Instant::now());
+        }
+        self.metrics.queue_depth.set(pending.len() as i64);
+    }
+
+    pub(crate) fn programmed(&self, key: &ObjectKey) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, since)) = pending.remove(key) {
+            self.metrics
+                .programming_seconds
+                .observe(since.elapsed().as_secs_f64());
+        }
+        self.metrics.queue_depth.set(pending.len() as i64);
+    }
+
+    pub(crate) fn forget(&self, key: &ObjectKey) {
+        self.last_desired.forget(key);
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.remove(key);
+        self.metrics.queue_depth.set(pending.len() as i64);
+    }
+
+    pub(crate) fn namer(&self, key: &ObjectKey) -> FrontendNamer {
+        self.config
+            .translate
+            .frontend_namer(&key.namespace, &key.name)
+    }
+
+    /// Owned Ingresses that are not being deleted, except `exclude`.
+    pub(crate) fn live_ingresses<'a>(
+        &self,
+        snapshot: &'a ClusterSnapshot,
+        exclude: Option<&ObjectKey>,
+    ) -> Vec<&'a Ingress> {
+        snapshot
+            .ingresses
+            .iter()
+            .filter(|(k, _)| Some(*k) != exclude)
+            .filter(|(_, i)| i.metadata.deletion_timestamp.is_none())
+            .filter(|(_, i)| owns_ingress(snapshot, i, &self.config.translate))
+            .map(|(_, i)| i.as_ref())
+            .collect()
+    }
+
+    pub(crate) fn live_set(
+        &self,
+        snapshot: &ClusterSnapshot,
+        exclude: Option<&ObjectKey>,
+    ) -> LiveSet {
+        let t = &self.config.translate;
+        let mut live = LiveSet {
+            scheme: t.mode.scheme(),
+            cluster_uid: t.cluster_uid.clone(),
+            ..LiveSet::default()
+        };
+        for ingress in self.live_ingresses(snapshot, exclude) {
+            let namer = self.namer(&ObjectKey::of(ingress));
+            live.frontends.insert(namer.lb_name().to_string());
+            live.certificate_prefixes
+                .push(namer.ssl_certificate_prefix());
+            if let Some(desired) = self
+                .last_desired
+                .last_or_resolve(&ObjectKey::of(ingress), || {
+                    translate_ingress(snapshot, ingress, t)
+                })
+            {
+                live.backends.extend(desired.backends.keys().cloned());
+                for backend in desired.backends.values() {
+                    live.negs.extend(backend.negs.iter().map(|n| {
+                        let name = n.neg.name.clone().unwrap_or_default();
+                        (n.zone.clone(), name)
+                    }));
+                }
+            }
+        }
+        live
+    }
+
+    /// Garbage collection; failures are a `GarbageCollection` Warning on `ingress`.
+    /// Reconciles that ask at the same time share one run ([`coalesce`]); a deleting Ingress
+    /// (`exclude`) runs its own, without itself.
+    pub(crate) async fn gc(
+        &self,
+        ingress: &Ingress,
+        exclude: Option<&ObjectKey>,
+    ) -> Result<(), SyncError> {
+        let mut changes = Changes::new();
+        let result = match exclude {
+            None => self
+                .gc_runs
+                .run(|| self.gc_now(None, &mut changes))
+                .await
+                .map(|_| ()),
+            Some(_) => self.gc_now(exclude, &mut changes).await,
+        };
+        if let Err(e) = &result {
+            self.event(
+                ingress,
+                true,
+                "GarbageCollection",
+                format!("Error during garbage collection: {e}"),
+            )
+            .await;
+        }
+        result
+    }
+
+    /// Whether a reconcile that changed nothing should still run the whole-cluster jobs
+    /// (GC, firewall): none has succeeded yet in this process, the last run failed, or it is
+    /// older than the resync period. Only a change can make garbage or new ports, so
+    /// steady-state resyncs skip the project-wide listing; the periodic run still finds what
+    /// a crash mid-sync left behind or what was changed behind our back.
+    pub(crate) fn due(&self, runs: &coalesce::Coalesced) -> bool {
+        !runs.succeeded_within(self.config.resync_period)
+    }
+
+    /// Garbage collection after a sync, in the background: the reconcile does not wait for it
+    /// (it holds the exclusive lock and lists the whole project), and everything asked within
+    /// [`GC_DEBOUNCE`] shares one run. Failures are a `GarbageCollection` Warning on the
+    /// `ingress` that scheduled the run, and make the next reconcile ask again.
+    pub(crate) fn schedule_gc(self: &Arc<Self>, ingress: Arc<Ingress>) {
+        use std::sync::atomic::Ordering;
+        if self.gc_scheduled.swap(true, Ordering::SeqCst) {
+            return; // the scheduled run has not started: it will see this sync too
+        }
+        let ctx = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(GC_DEBOUNCE).await;
+            // Cleared before the run reads anything: a later request schedules another run.
+            ctx.gc_scheduled.store(false, Ordering::SeqCst);
+            let _ = ctx.gc(&ingress, None).await;
+        });
+    }
+
+    /// One GC run under the exclusive lock. What is live is read from the stores *after*
+    /// taking the lock, so an Ingress whose sync finished meanwhile is seen as live.
+    pub(crate) async fn gc_now(
+        &self,
+        exclude: Option<&ObjectKey>,
+        changes: &mut Changes,
+    ) -> Result<(), SyncError> {
+        // Reconciles starting meanwhile go first (see `write_when_idle`).
+        let _exclusive = coalesce::write_when_idle(
+            &self.gc_lock,
+            GC_PATIENCE,
+            std::time::Duration::from_millis(50),
+        )
+        .await;
+        let live = self.live_set(&self.stores.snapshot(), exclude);
+        let result = collect_garbage(&self.compute, &live, changes).await;
+        // Tests and operators wait for this line to know a run has looked at the project.
+        info!(
+            deleted = changes.len(),
+            ok = result.is_ok(),
+            "garbage collection run finished"
+        );
+        result
+    }
+}
+
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+pub(crate) fn key_string(key: &ObjectKey) -> String {
+    key.to_string()
+}

@@ -1,0 +1,93 @@
+//! The shared L7 firewall rule over every live owned Ingress, and the `XPN` hint when the
+//! project refuses firewall writes (Shared VPC).
+
+use std::sync::Arc;
+
+use kube::ResourceExt;
+
+use super::{Context, SUPPRESS_XPN_ANNOTATION};
+use crate::sync::firewalls::{self, FirewallOutcome};
+use crate::sync::{Changes, SyncError};
+use crate::translate::{
+    firewall_hint, translate_firewall, translate_ingress, DesiredIngress, FirewallHintOp, ObjectKey,
+};
+
+impl Context {
+    /// Syncs the shared firewall rule for all live owned Ingresses; on 403 posts the `XPN`
+    /// hint on each of them. Reconciles that ask at the same time share one run
+    /// ([`coalesce`]); a deleting Ingress (`exclude`) runs its own, without itself.
+    pub(crate) async fn sync_firewall(&self, exclude: Option<&ObjectKey>) -> Result<(), SyncError> {
+        match exclude {
+            None => self
+                .firewall_runs
+                .run(|| self.sync_firewall_now(None))
+                .await
+                .map(|_| ()),
+            Some(_) => self.sync_firewall_now(exclude).await,
+        }
+    }
+
+    /// One firewall sync, serialised, over a snapshot taken under the lock, so concurrent
+    /// reconciles cannot write an older port set over a newer one.
+    pub(crate) async fn sync_firewall_now(
+        &self,
+        exclude: Option<&ObjectKey>,
+    ) -> Result<(), SyncError> {
+        let mut rule_state = self.firewall_lock.lock().await;
+        let snapshot = &self.stores.snapshot();
+        let t = &self.config.translate;
+        let live = self.live_ingresses(snapshot, exclude);
+        let desired: Vec<Arc<DesiredIngress>> = live
+            .iter()
+            .filter_map(|i| {
+                self.last_desired
+                    .last_or_resolve(&ObjectKey::of(*i), || translate_ingress(snapshot, i, t))
+            })
+            .collect();
+        let refs: Vec<&DesiredIngress> = desired.iter().map(Arc::as_ref).collect();
+        let mut changes = Changes::new();
+        match translate_firewall(&refs, t) {
+            None if live.is_empty() => {
+                firewalls::delete(
+                    &self.compute,
+                    &t.network_project,
+                    &t.l7_firewall_name(),
+                    &mut rule_state,
+                    &mut changes,
+                )
+                .await
+            }
+            None => Ok(()),
+            Some(rule) => match firewalls::ensure(
+                &self.compute,
+                &t.network_project,
+                &rule,
+                &mut rule_state,
+                &mut changes,
+            )
+            .await?
+            {
+                FirewallOutcome::InSync => Ok(()),
+                FirewallOutcome::Forbidden { exists } => {
+                    let op = if exists {
+                        FirewallHintOp::Update
+                    } else {
+                        FirewallHintOp::Create
+                    };
+                    let cmd = firewall_hint(op, &rule, &t.network, &t.network_project);
+                    let note = format!("Firewall change required by security admin: `{cmd}`");
+                    for ingress in live {
+                        let suppressed = ingress
+                            .annotations()
+                            .get(SUPPRESS_XPN_ANNOTATION)
+                            .is_some_and(|v| v == "true");
+                        if !suppressed {
+                            self.event(ingress, false, "XPN", note.clone()).await;
+                        }
+                    }
+                    Ok(())
+                }
+            },
+        }
+    }
+}

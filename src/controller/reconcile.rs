@@ -1,0 +1,301 @@
+//! One Ingress: ownership, the finalizer, translate, sync, status and annotations, cleanup.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{self, finalizer};
+use kube::{Api, ResourceExt};
+use tracing::{info, instrument, warn};
+
+use super::context::key_string;
+use super::{finalizer_for, status, Context, Error, ERROR_REQUEUE, HEALTH_REFRESH};
+use crate::sync::backend_services;
+use crate::sync::ingress::{delete_frontend, sync_backends, sync_frontend, FrontendStatus};
+use crate::sync::{Changes, SyncError};
+use crate::translate::namer::FrontendNamer;
+use crate::translate::{
+    owns_ingress, translate_ingress, ClusterSnapshot, DesiredIngress, ObjectKey,
+};
+
+/// Reconciles one Ingress (see the module docs for the steps).
+#[instrument(skip_all, fields(ingress = %ObjectKey::of(&*ingress)))]
+pub async fn reconcile(ingress: Arc<Ingress>, ctx: Arc<Context>) -> Result<Action, Error> {
+    ctx.stores.wait_until_ready().await;
+    ctx.metrics.in_flight.inc();
+    let key = ObjectKey::of(&*ingress).to_string();
+    let result = super::catch_panic(&key, &ctx.metrics, reconcile_inner(ingress, &ctx)).await;
+    ctx.metrics.in_flight.dec();
+    result
+}
+
+async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Action, Error> {
+    let key = ObjectKey::of(&*ingress);
+    let snapshot = ctx.stores.snapshot();
+    let owned = owns_ingress(&snapshot, &ingress, &ctx.config.translate);
+    let own_finalizer = finalizer_for(ctx.config.translate.mode);
+    let has_finalizer = ingress.finalizers().iter().any(|f| f == own_finalizer);
+    let api: Api<Ingress> = Api::namespaced(ctx.client.clone(), &key.namespace);
+    if !owned {
+        if has_finalizer && ingress.metadata.deletion_timestamp.is_none() {
+            // The class moved away from us: tear our load balancer down, then let go.
+            info!("Ingress is no longer ours; removing its load balancer");
+            cleanup(&ingress, ctx).await?;
+            let rest: Vec<String> = ingress
+                .finalizers()
+                .iter()
+                .filter(|f| *f != own_finalizer)
+                .cloned()
+                .collect();
+            let patch = serde_json::json!({"metadata": {"finalizers": rest}});
+            api.patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
+                .await
+                .map_err(|source| Error::Kube {
+                    ingress: key_string(&key),
+                    source,
+                })?;
+            ctx.forget(&key);
+            return Ok(Action::await_change());
+        } else if !has_finalizer {
+            ctx.forget(&key);
+            return Ok(Action::await_change());
+        }
+    }
+    let ctx2 = ctx.clone();
+    finalizer(&api, own_finalizer, ingress, |event| async move {
+        match event {
+            finalizer::Event::Apply(ingress) => apply(ingress, &ctx2, snapshot).await,
+            finalizer::Event::Cleanup(ingress) => {
+                cleanup(&ingress, &ctx2).await?;
+                ctx2.forget(&ObjectKey::of(&*ingress));
+                Ok(Action::await_change())
+            }
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer(Box::new(e)))
+}
+
+async fn apply(
+    ingress: Arc<Ingress>,
+    ctx: &Arc<Context>,
+    snapshot: ClusterSnapshot,
+) -> Result<Action, Error> {
+    let key = ObjectKey::of(&*ingress);
+    ctx.observe_change(&key, &ingress);
+    let t = &ctx.config.translate;
+    let desired = match translate_ingress(&snapshot, &ingress, t) {
+        Ok(d) => {
+            ctx.last_desired.resolve::<()>(&key, Ok(d.clone()));
+            d
+        }
+        // Nothing is touched; the last good translation keeps its firewall ports and backends.
+        Err(e) => {
+            warn!(error = %e, "translation failed; leaving the load balancer as it is");
+            ctx.event(
+                &ingress,
+                true,
+                "Translate",
+                format!("Translation failed: invalid ingress spec: {e}"),
+            )
+            .await;
+            ctx.metrics.sync("translate");
+            return Ok(Action::requeue(ctx.config.resync_period));
+        }
+    };
+    for finding in &desired.findings {
+        ctx.event(
+            &ingress,
+            finding.warning,
+            &finding.reason,
+            finding.message.clone(),
+        )
+        .await;
+    }
+
+    let namer = ctx.namer(&key);
+    let mut changes = Changes::new();
+    let synced = sync_load_balancer(ctx, &key, &namer, &desired, &mut changes).await;
+    for change in &changes {
+        ctx.event(&ingress, false, "Sync", change.to_string()).await;
+    }
+    let status = match synced {
+        Ok(status) => status,
+        Err(e) => {
+            let note = match &e {
+                Error::Sync {
+                    source: SyncError::SslPolicyNotFound { policy, .. },
+                    ..
+                } => ssl_policy_note(&ingress, policy),
+                Error::Sync { source, .. } => format!("Error syncing to GCP: {source}"),
+                other => other.to_string(),
+            };
+            ctx.event(&ingress, true, "Sync", note).await;
+            ctx.metrics.sync("compute");
+            return Err(e);
+        }
+    };
+    // The firewall's ports change only with a change to some Ingress's backends.
+    let firewall = if !changes.is_empty() || ctx.due(&ctx.firewall_runs) {
+        ctx.sync_firewall(None).await
+    } else {
+        Ok(())
+    };
+    if let Err(source) = firewall {
+        ctx.event(
+            &ingress,
+            true,
+            "Sync",
+            format!("Error syncing to GCP: {source}"),
+        )
+        .await;
+        ctx.metrics.sync("compute");
+        return Err(Error::Sync {
+            ingress: key_string(&key),
+            source,
+        });
+    }
+
+    let api: Api<Ingress> = Api::namespaced(ctx.client.clone(), &key.namespace);
+    let kube_err = |source| Error::Kube {
+        ingress: key_string(&key),
+        source,
+    };
+    if let Some(ip) = &status.ip {
+        if let Some(patch) = status::status_patch(&ingress, ip) {
+            api.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(patch))
+                .await
+                .map_err(kube_err)?;
+            ctx.event(&ingress, false, "IPChanged", format!("IP is now {ip}"))
+                .await;
+        }
+    }
+    let mut health = BTreeMap::new();
+    for name in desired.backends.keys() {
+        health.insert(
+            name.clone(),
+            backend_services::health(&ctx.compute, name).await,
+        );
+    }
+    ctx.warn_if_firewall_blocks(&ingress, &desired, &health)
+        .await;
+    let static_ip = desired
+        .frontend
+        .static_ip_name
+        .as_deref()
+        .or(status.managed_address.as_deref());
+    let wanted = status::wanted_annotations(&desired.frontend, static_ip, &health);
+    if let Some(patch) = status::annotation_patch(&ingress, &wanted) {
+        api.patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .map_err(kube_err)?;
+    }
+    // Only a change makes garbage (a backend or certificate no longer used); otherwise GC runs
+    // when due. It runs in the background; the Ingress itself is fine either way.
+    if !changes.is_empty() || ctx.due(&ctx.gc_runs) {
+        ctx.schedule_gc(ingress.clone());
+    }
+
+    ctx.programmed(&key);
+    ctx.metrics.sync("ok");
+    let all_healthy = health.values().all(|h| h == "HEALTHY");
+    Ok(Action::requeue(if all_healthy {
+        ctx.config.resync_period
+    } else {
+        HEALTH_REFRESH.min(ctx.config.resync_period)
+    }))
+}
+
+async fn sync_load_balancer(
+    ctx: &Context,
+    key: &ObjectKey,
+    namer: &FrontendNamer,
+    desired: &DesiredIngress,
+    changes: &mut Changes,
+) -> Result<FrontendStatus, Error> {
+    let sync_err = |source| Error::Sync {
+        ingress: key_string(key),
+        source,
+    };
+    let static_ip = match &desired.frontend.static_ip_name {
+        Some(name) => {
+            let address = ctx
+                .compute
+                .get_global_address(name)
+                .await
+                .map_err(|e| sync_err(SyncError::compute("Address", name, e)))?;
+            match address.and_then(|a| a.address) {
+                Some(ip) => Some(ip),
+                None => {
+                    return Err(Error::StaticIpNotFound {
+                        ingress: key_string(key),
+                        name: name.clone(),
+                    })
+                }
+            }
+        }
+        None => None,
+    };
+    let _shared = ctx.gc_lock.read().await;
+    sync_backends(&ctx.compute, &ctx.locks, &desired.backends, changes)
+        .await
+        .map_err(sync_err)?;
+    sync_frontend(
+        &ctx.compute,
+        namer,
+        &desired.frontend,
+        static_ip.as_deref(),
+        changes,
+    )
+    .await
+    .map_err(sync_err)
+}
+
+/// Deletes the Ingress's frontend, then garbage-collects backends and the firewall rule that no
+/// other Ingress uses.
+async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Error> {
+    let key = ObjectKey::of(ingress);
+    let sync_err = |source| Error::Sync {
+        ingress: key_string(&key),
+        source,
+    };
+    let namer = ctx.namer(&key);
+    let mut changes = Changes::new();
+    {
+        let _exclusive = ctx.gc_lock.write().await;
+        delete_frontend(&ctx.compute, &namer, &mut changes)
+            .await
+            .map_err(sync_err)?;
+    }
+    for change in &changes {
+        ctx.event(ingress, false, "Sync", change.to_string()).await;
+    }
+    ctx.gc(ingress, Some(&key)).await.map_err(sync_err)?;
+    ctx.sync_firewall(Some(&key)).await.map_err(sync_err)?;
+    info!("load balancer deleted");
+    Ok(())
+}
+
+/// Requeues a failed reconcile after [`ERROR_REQUEUE`].
+pub fn error_policy(_ingress: Arc<Ingress>, error: &Error, _ctx: Arc<Context>) -> Action {
+    warn!(error = %error, "reconcile failed; retrying");
+    Action::requeue(ERROR_REQUEUE)
+}
+
+/// The Event for an SSL policy that does not exist, naming the FrontendConfig whose
+/// `spec.sslPolicy` asks for it (the sync step only knows the policy).
+fn ssl_policy_note(ingress: &Ingress, policy: &str) -> String {
+    let name = crate::compute::reference::last_segment(policy);
+    let fc = ingress
+        .annotations()
+        .get(crate::translate::annotations::FRONTEND_CONFIG)
+        .map_or_else(
+            || "(annotation networking.gke.io/v1beta1.FrontendConfig)".to_string(),
+            |fc| format!("{}/{fc}", ingress.namespace().unwrap_or_default()),
+        );
+    format!(
+        "FrontendConfig {fc}: spec.sslPolicy names SSL policy {name:?}, which does not exist in the project; create it (`gcloud compute ssl-policies create {name} --profile MODERN --min-tls-version 1.2`) or fix spec.sslPolicy"
+    )
+}

@@ -1,0 +1,211 @@
+//! Memory benchmark (issue 15, "Memory"): the operator's resident set size (RSS) with a large
+//! cluster in its caches. Not a pass/fail test: it prints figures.
+//!
+//! It starts the local API and the emulator like the end-to-end tests, measures the operator on
+//! an empty cluster, then creates `BENCH_PODS` Pods (default 10000; realistic specs: two
+//! containers with env, mounts, resources and probes, an init container, volumes, annotations)
+//! and `BENCH_SECRETS` Secrets (default 2000: half `kubernetes.io/tls`, half Opaque blobs of
+//! 4 KiB), starts a fresh operator of each variant ([`variants`]: this build with and without
+//! `MALLOC_ARENA_MAX=2`, and `BENCH_BASELINE`, another build, when set), waits for its stores to
+//! list everything ("stores synced") and reads `VmRSS` and `VmHWM` (peak) from
+//! `/proc/PID/status`, then prints a markdown table.
+//! Run: `cargo bench -p gclb-operator --bench memory --profile dev` (or `make bench`).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use support::*;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// One Pod as a Deployment's ReplicaSet would create it (about 3 KiB of JSON).
+fn pod(i: usize) -> String {
+    let mut env = String::new();
+    for e in 0..10 {
+        let _ = writeln!(
+            env,
+            "      - {{name: SETTING_{e}, value: \"value-{e}-for-pod-{i}-with-some-length\"}}"
+        );
+    }
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: app-{i}\n  namespace: bench\n  labels: {{app: app-{}, tier: web, pod-template-hash: 5d8f7c9b{i}}}\n  annotations:\n    prometheus.io/scrape: \"true\"\n    example.com/config-checksum: \"{:064x}\"\nspec:\n  initContainers:\n  - name: init\n    image: registry.example.com/init:1.0\n    command: [sh, -c, \"echo init && sleep 1\"]\n  containers:\n  - name: app\n    image: registry.example.com/app:2.3.4\n    args: [--port=8080, --log-level=info, --config=/etc/app/config.yaml]\n    ports:\n    - {{name: http, containerPort: 8080}}\n    - {{name: metrics, containerPort: 9090}}\n    env:\n{env}    resources:\n      requests: {{cpu: 100m, memory: 128Mi}}\n      limits: {{memory: 256Mi}}\n    readinessProbe:\n      httpGet: {{path: /healthz, port: http}}\n      periodSeconds: 5\n    livenessProbe:\n      httpGet: {{path: /livez, port: http}}\n    volumeMounts:\n    - {{name: config, mountPath: /etc/app}}\n    - {{name: data, mountPath: /var/lib/app}}\n  - name: sidecar\n    image: registry.example.com/proxy:1.27\n    args: [--upstream=127.0.0.1:8080]\n    ports:\n    - {{containerPort: 15001}}\n    resources:\n      requests: {{cpu: 10m, memory: 32Mi}}\n  volumes:\n  - name: config\n    configMap: {{name: app-config}}\n  - name: data\n    emptyDir: {{}}\n  tolerations:\n  - {{key: dedicated, operator: Equal, value: web, effect: NoSchedule}}\n---\n",
+        i % 50,
+        i * 7919
+    )
+}
+
+/// Half `kubernetes.io/tls` (certificate and key), half Opaque 4 KiB blobs.
+fn secret(i: usize, crt: &str, key: &str) -> String {
+    use base64::Engine as _;
+    let b64 = |s: &[u8]| base64::engine::general_purpose::STANDARD.encode(s);
+    if i.is_multiple_of(2) {
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata: {{name: tls-{i}, namespace: bench}}\ntype: kubernetes.io/tls\ndata:\n  tls.crt: {}\n  tls.key: {}\n---\n",
+            b64(crt.as_bytes()),
+            b64(key.as_bytes())
+        )
+    } else {
+        let blob: Vec<u8> = (0..4096).map(|b| (b * 31 + i) as u8).collect();
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata: {{name: opaque-{i}, namespace: bench}}\ntype: Opaque\ndata:\n  config.bin: {}\n---\n",
+            b64(&blob)
+        )
+    }
+}
+
+/// `kubectl create -f` of `docs` in files of 500 objects, four at a time.
+fn create_all(sys: &System, docs: &[String]) -> Result<()> {
+    let mut files = Vec::new();
+    for (n, chunk) in docs.chunks(500).enumerate() {
+        let path = sys.dir.path().join(format!("bench-{n}.yaml"));
+        std::fs::write(&path, chunk.concat())?;
+        files.push(path);
+    }
+    for batch in files.chunks(4) {
+        let children: Vec<_> = batch
+            .iter()
+            .map(|f| {
+                Command::new("kubectl")
+                    .arg("--kubeconfig")
+                    .arg(&sys.kubeconfig)
+                    .args(["create", "-f"])
+                    .arg(f)
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+            })
+            .collect::<std::io::Result<_>>()?;
+        for mut child in children {
+            if !child.wait()?.success() {
+                bail!("kubectl create failed");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// (VmRSS, VmHWM) of a process, in KiB.
+fn rss_kib(pid: u32) -> Result<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |name: &str| -> Result<u64> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .with_context(|| format!("no {name} in /proc/{pid}/status"))
+    };
+    Ok((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// One operator build and environment to measure.
+struct Variant {
+    label: String,
+    binary: PathBuf,
+    env: Vec<(&'static str, &'static str)>,
+}
+
+/// The operator of this build with glibc's default allocator settings and with
+/// `MALLOC_ARENA_MAX=2` (as deploy/deployment.yaml sets it), and, when `BENCH_BASELINE` names
+/// another build of the operator (e.g. main's), that one first.
+fn variants() -> Vec<Variant> {
+    let mut v = Vec::new();
+    if let Ok(path) = std::env::var("BENCH_BASELINE") {
+        v.push(Variant {
+            label: format!("baseline ({path})"),
+            binary: PathBuf::from(path),
+            env: Vec::new(),
+        });
+    }
+    v.push(Variant {
+        label: "this build, glibc defaults".into(),
+        binary: bin("gclb-operator"),
+        env: Vec::new(),
+    });
+    v.push(Variant {
+        label: "this build, MALLOC_ARENA_MAX=2".into(),
+        binary: bin("gclb-operator"),
+        env: vec![("MALLOC_ARENA_MAX", "2")],
+    });
+    v
+}
+
+/// Starts an operator, waits until its stores have listed, lets it settle, returns its memory.
+fn measure(sys: &System, variant: &Variant, cluster: &str) -> Result<(u64, u64)> {
+    let label = format!("{} on the {cluster} cluster", variant.label);
+    let log_name: String = label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let operator = sys.spawn_operator_from(&variant.binary, &[], &log_name, &variant.env)?;
+    wait_for(
+        &format!("{label}: stores synced"),
+        Duration::from_secs(900),
+        || {
+            Ok(std::fs::read_to_string(&operator.log)?
+                .contains("stores synced")
+                .then_some(()))
+        },
+    )?;
+    let pid = operator.child.id();
+    let mut last = (0, 0);
+    // A few samples over five seconds: the first list's buffers are freed by then.
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_secs(1));
+        last = rss_kib(pid)?;
+    }
+    drop(operator);
+    Ok(last)
+}
+
+fn main() -> Result<()> {
+    let pods = env_usize("BENCH_PODS", 10_000);
+    let secrets = env_usize("BENCH_SECRETS", 2_000);
+    let variants = variants();
+    let sys = System::start(&[])?;
+    let mut empty = Vec::new();
+    for v in &variants {
+        empty.push(measure(&sys, v, "empty")?);
+    }
+
+    sys.kubectl_ok(&["create", "namespace", "bench"])?;
+    let key = rcgen::KeyPair::generate()?;
+    let cert =
+        rcgen::CertificateParams::new(vec!["bench.example".to_string()])?.self_signed(&key)?;
+    let (crt, key) = (cert.pem(), key.serialize_pem());
+    let mut docs: Vec<String> = (0..pods).map(pod).collect();
+    docs.extend((0..secrets).map(|i| secret(i, &crt, &key)));
+    create_all(&sys, &docs)?;
+    let mut full = Vec::new();
+    for v in &variants {
+        full.push(measure(&sys, v, "full")?);
+    }
+
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    println!(
+        "\n{pods} Pods, {secrets} Secrets ({} TLS); RSS after the stores synced (peak RSS), MiB\n",
+        secrets.div_ceil(2)
+    );
+    println!("| operator | empty cluster | full cluster |");
+    println!("| --- | ---: | ---: |");
+    for ((v, e), f) in variants.iter().zip(&empty).zip(&full) {
+        println!(
+            "| {} | {:.1} ({:.1}) | {:.1} ({:.1}) |",
+            v.label,
+            mib(e.0),
+            mib(e.1),
+            mib(f.0),
+            mib(f.1)
+        );
+    }
+    Ok(())
+}
