@@ -199,3 +199,50 @@ async fn signed_urls_with_a_bad_signature_are_refused() {
     assert_eq!(unsigned, 403);
     assert_eq!(o.hits(), 1);
 }
+
+/// A backend service's `securityPolicy` is a backend security policy: it filters the requests
+/// that go to the backend, so a cache hit is served whatever the policy says, and a miss is
+/// filtered (Compute API reference, `SecurityPolicy.type` `CLOUD_ARMOR`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_backend_security_policy_sees_cache_misses_only() {
+    let o = Origin::start().await;
+    let mut w = World::start();
+    w.put(
+        "global/securityPolicies/p",
+        json!({"rules": [
+            {"priority": 100, "action": "deny(403)", "match": {"expr": {"expression": "request.headers['x-block'] == 'yes'"}}},
+            {"priority": 2147483647, "action": "allow", "match": {"versionedExpr": "SRC_IPS_V1", "config": {"srcIpRanges": ["*"]}}},
+        ]}),
+    );
+    w.service(
+        "bs",
+        None,
+        &[o.addr],
+        json!({"enableCDN": true, "cdnPolicy": {"cacheMode": "FORCE_CACHE_ALL", "defaultTtl": 3600},
+               "securityPolicy": url("global/securityPolicies/p")}),
+    );
+    w.http_lb(
+        "lb",
+        lb_ip(),
+        json!({"defaultService": url("global/backendServices/bs")}),
+    );
+    w.publish();
+    let l = w.listener("lb").await;
+    let port = l.local_addr.port();
+    let c = client(&l, &["cdn.example"]);
+    let get = |path: &'static str| {
+        c.get(format!("http://cdn.example:{port}{path}"))
+            .header("x-block", "yes")
+            .send()
+    };
+    // A miss goes through the policy: denied, nothing cached, the backend not reached.
+    assert_eq!(get("/a.js").await.unwrap().status().as_u16(), 403);
+    assert_eq!(o.hits(), 0);
+    // Cached by an allowed request, the object is then served to the blocked client too.
+    let (s, _, _) = fetch(&c, port, "/a.js").await;
+    assert_eq!((s, o.hits()), (200, 1));
+    let hit = get("/a.js").await.unwrap();
+    assert_eq!(hit.status().as_u16(), 200);
+    assert!(hit.headers().contains_key("age"), "not a cache hit");
+    assert_eq!(o.hits(), 1);
+}

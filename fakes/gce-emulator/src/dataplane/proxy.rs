@@ -1,8 +1,9 @@
 //! Request handling, like Google's front ends for the classic Application Load Balancer:
-//! route by URL map, apply the backend service's security policy, pick a healthy endpoint and
-//! forward with `X-Forwarded-For: <client>, <LB IP>` (appended to any value sent),
-//! `X-Forwarded-Proto`, `Via: 1.1 google` and the `Host` preserved (Compute docs, "HTTP(S) load
-//! balancing headers"). Failures answer 502 (504 when `timeoutSec` elapses) with Google's error
+//! route by URL map, run the backend service's edge features (request logs, Cloud CDN, Cloud
+//! Armor, IAP: `proxy/edge.rs`), pick a healthy endpoint and forward with
+//! `X-Forwarded-For: <client>, <LB IP>` (appended to any value sent), `X-Forwarded-Proto`,
+//! `Via: 1.1 google` and the `Host` preserved (Compute docs, "HTTP(S) load balancing headers";
+//! `proxy/headers.rs`). Failures answer 502 (504 when `timeoutSec` elapses) with Google's error
 //! page, naming the reason as Cloud Logging's `statusDetails` does (`failed_to_pick_backend`,
 //! `backend_timeout`, `failed_to_connect_to_backend`); requests [`request_checks`] refuses get
 //! 400, 414 or 501 and are never forwarded.
@@ -17,7 +18,7 @@ use std::time::Instant;
 
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, CONNECTION, HOST, LOCATION, SET_COOKIE, TE, UPGRADE};
+use http::header::{HeaderValue, HOST, LOCATION, SET_COOKIE, TE, UPGRADE};
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
@@ -37,55 +38,16 @@ use crate::dataplane::url_map::{
 };
 use crate::dataplane::{armor, cdn, iap, logging};
 
+mod edge;
+mod headers;
+
+use headers::{
+    expand, remove_hop_by_hop, request_host, strip_port, VIA, VIA_NAME, X_FORWARDED_FOR,
+    X_FORWARDED_PROTO,
+};
+
 /// Response body: the endpoint's streamed body or a local one.
 pub type Body = Either<UpstreamBody, Full<Bytes>>;
-
-static VIA: HeaderValue = HeaderValue::from_static("1.1 google");
-static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
-static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
-static VIA_NAME: HeaderName = HeaderName::from_static("via");
-/// Hop-by-hop headers (RFC 9110 section 7.6.1) a proxy must not forward, then `Connection`.
-static HOP_BY_HOP: [HeaderName; 7] = [
-    HeaderName::from_static("keep-alive"),
-    HeaderName::from_static("proxy-connection"),
-    http::header::TE,
-    http::header::TRAILER,
-    http::header::TRANSFER_ENCODING,
-    http::header::PROXY_AUTHENTICATE,
-    CONNECTION,
-];
-
-/// The index of `name` in [`HOP_BY_HOP`]. A `match` on the string compiles to a switch on its
-/// length, so the usual names are passed over at once.
-fn hop_by_hop_index(name: &str) -> Option<usize> {
-    match name {
-        "keep-alive" => Some(0),
-        "proxy-connection" => Some(1),
-        "te" => Some(2),
-        "trailer" => Some(3),
-        "transfer-encoding" => Some(4),
-        "proxy-authenticate" => Some(5),
-        "connection" => Some(6),
-        _ => None,
-    }
-}
-
-/// Removes hop-by-hop headers, and `Connection` too unless `keep_connection` (an upgrade needs
-/// it). One pass over the names present (a handful on most messages) notes which to remove, so
-/// only those cost a hashed removal; a lookup per hop-by-hop name cost more than all the rest
-/// of the header rewriting.
-fn remove_hop_by_hop(h: &mut http::HeaderMap, keep_connection: bool) {
-    let mut found = [false; HOP_BY_HOP.len()];
-    for k in h.keys() {
-        if let Some(i) = hop_by_hop_index(k.as_str()) {
-            found[i] = true;
-        }
-    }
-    found[HOP_BY_HOP.len() - 1] &= !keep_connection;
-    for (n, _) in HOP_BY_HOP.iter().zip(found).filter(|(_, f)| *f) {
-        h.remove(n);
-    }
-}
 
 /// What the proxy knows of one client connection.
 #[derive(Debug)]
@@ -180,55 +142,6 @@ fn error_response(status: StatusCode, detail: &'static str, why: &str) -> Respon
 
 fn bad_gateway(detail: &'static str, why: String) -> Response<Body> {
     error_response(StatusCode::BAD_GATEWAY, detail, &why)
-}
-
-/// The request host as sent: the URI authority (HTTP/2, absolute form) or the `Host` header.
-/// Returned as a cheap clone of the request's bytes so the request can be changed afterwards.
-fn request_host(req: &Request<Incoming>) -> Option<HeaderValue> {
-    match req.uri().authority() {
-        Some(a) => HeaderValue::from_str(a.as_str()).ok(),
-        None => req.headers().get(HOST).cloned(),
-    }
-}
-
-fn strip_port(host: &str) -> &str {
-    if host.starts_with('[') {
-        return host
-            .split_once(']')
-            .map(|(h, _)| &host[..h.len() + 1])
-            .unwrap_or(host);
-    }
-    host.rsplit_once(':')
-        .filter(|(_, p)| p.bytes().all(|b| b.is_ascii_digit()))
-        .map(|(h, _)| h)
-        .unwrap_or(host)
-}
-
-/// Substitutes the custom header variables that make sense locally; geographic ones are empty
-/// (the value Google uses when it cannot determine them).
-fn expand(template: &str, conn: &ConnInfo, version: http::Version) -> String {
-    if !template.contains('{') {
-        return template.to_string();
-    }
-    let proto = match version {
-        http::Version::HTTP_2 => "HTTP/2",
-        http::Version::HTTP_10 => "HTTP/1.0",
-        _ => "HTTP/1.1",
-    };
-    template
-        .replace("{client_region}", "")
-        .replace("{client_region_subdivision}", "")
-        .replace("{client_city}", "")
-        .replace("{client_city_lat_long}", "")
-        .replace("{client_rtt_msec}", "0")
-        .replace(
-            "{client_encrypted}",
-            if conn.https { "true" } else { "false" },
-        )
-        .replace("{client_protocol}", proto)
-        .replace("{client_ip_address}", &conn.client.ip().to_string())
-        .replace("{tls_sni_hostname}", conn.sni.as_deref().unwrap_or(""))
-        .replace("{tls_version}", conn.tls_version.as_deref().unwrap_or(""))
 }
 
 struct InFlight(Arc<Endpoint>);
@@ -338,41 +251,25 @@ async fn forward(
         0
     })]
     .clone();
-    if let Some(l) = &bs.log_config {
-        logging::sample(l, &fe.rule, conn, &req, rec);
-    }
     if let Some(r) = rec.as_mut() {
         r.backend_service = bs.key.clone();
     }
-    // Headers Cloud Armor's headerAction and IAP add (set below, with the other headers).
-    let mut edge_headers = Vec::new();
-    if let Some(policy) = &bs.security_policy {
-        let facts = armor::enforce::Facts { conn, path, query };
-        match armor::enforce::enforce(&ctx.armor, policy, &facts, &req, rec) {
-            Ok(h) => edge_headers = h,
-            Err(resp) => return (*resp, Some(bs)),
+    // Request logs, Cloud Armor, IAP and Cloud CDN (edge.rs), boxed so that backend services
+    // without them pay for neither the call nor its state in this future.
+    let edge_facts = edge::Facts {
+        rule: &fe.rule,
+        host: host_full,
+        path,
+        query,
+    };
+    let edge = if edge::enabled(&bs) {
+        match Box::pin(edge::apply(ctx, conn, &bs, &edge_facts, &req, rec)).await {
+            Ok(e) => e,
+            Err(resp) => return (resp, Some(bs)),
         }
-    }
-    if let Some(iap) = &bs.iap {
-        match iap::authorize(&ctx.iap, iap, &req, path, query) {
-            Ok(h) => edge_headers.extend(h),
-            Err(resp) => return (*resp, Some(bs)),
-        }
-    }
-    let mut fill = None;
-    if let Some(cdn) = &bs.cdn {
-        let facts = cdn::Facts {
-            https: conn.https,
-            host: host_full,
-            path,
-            query,
-        };
-        match Box::pin(cdn.lookup(&ctx.cdn, &req, &facts, rec)).await {
-            cdn::Lookup::Respond(resp) => return (resp, Some(bs)),
-            cdn::Lookup::Fill(f) => fill = Some(f),
-            cdn::Lookup::Bypass => {}
-        }
-    }
+    } else {
+        edge::Edge::default()
+    };
     // Only GENERATED_COOKIE affinity reads the `GCLB` cookie: skip parsing cookies otherwise.
     let cookie = match bs.affinity {
         SessionAffinity::GeneratedCookie { .. } => affinity_cookie_value(req.headers()),
@@ -473,7 +370,7 @@ async fn forward(
             headers.insert(name.clone(), v);
         }
     }
-    for (name, v) in edge_headers {
+    for (name, v) in edge.headers {
         headers.insert(name, v);
     }
     // HTTP/2 backends (gRPC): `te: trailers` goes through, and timeoutSec bounds the whole
@@ -577,70 +474,8 @@ async fn forward(
         }
     }
     let resp = resp.map(Either::Left);
-    match fill {
+    match edge.fill {
         Some(f) => (Box::pin(f.store(resp, rec)).await, Some(bs)),
         None => (resp, Some(bs)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn strips_ports() {
-        assert_eq!(strip_port("shop.example:8080"), "shop.example");
-        assert_eq!(strip_port("shop.example"), "shop.example");
-        assert_eq!(strip_port("[::1]:80"), "[::1]");
-    }
-
-    fn headers(pairs: &[(&'static str, &'static str)]) -> http::HeaderMap {
-        pairs
-            .iter()
-            .map(|(k, v)| (HeaderName::from_static(k), HeaderValue::from_static(v)))
-            .collect()
-    }
-
-    fn names(h: &http::HeaderMap) -> Vec<&str> {
-        let mut n: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
-        n.sort_unstable();
-        n
-    }
-
-    #[test]
-    fn hop_by_hop_index_matches_the_name_list() {
-        for (i, name) in HOP_BY_HOP.iter().enumerate() {
-            assert_eq!(hop_by_hop_index(name.as_str()), Some(i), "{name}");
-        }
-        assert_eq!(hop_by_hop_index("host"), None);
-        assert_eq!(hop_by_hop_index("upgrade"), None);
-    }
-
-    #[test]
-    fn removes_only_hop_by_hop_headers() {
-        let mut h = headers(&[
-            ("host", "shop.example"),
-            ("connection", "keep-alive"),
-            ("keep-alive", "timeout=5"),
-            ("transfer-encoding", "chunked"),
-            ("te", "trailers"),
-            ("x-request-id", "7"),
-        ]);
-        remove_hop_by_hop(&mut h, false);
-        assert_eq!(names(&h), ["host", "x-request-id"]);
-
-        // An upgrade keeps `Connection: upgrade`; the other hop-by-hop headers still go.
-        let mut h = headers(&[
-            ("connection", "upgrade"),
-            ("upgrade", "websocket"),
-            ("proxy-connection", "keep-alive"),
-        ]);
-        remove_hop_by_hop(&mut h, true);
-        assert_eq!(names(&h), ["connection", "upgrade"]);
-
-        // Nothing to remove: untouched.
-        let mut h = headers(&[("host", "shop.example"), ("accept", "*/*")]);
-        remove_hop_by_hop(&mut h, false);
-        assert_eq!(names(&h), ["accept", "host"]);
     }
 }
