@@ -2,12 +2,16 @@
 //! h2 over TLS via ALPN), optionally HTTPS with a self-signed certificate.
 //!
 //! Run mode `echo` answers every request with a JSON body naming the Pod and the request:
-//! `{"pod","namespace","podIP","port","method","path","query","host","headers":{..},"bodyBytes"}`
+//! `{"pod","namespace","podIP","port","method","path","query","host","headers":{..},"bodyBytes",
+//! "pathRequests"}`
 //! and a header `x-pod-name`. Run mode `default-backend` behaves like GKE's default backend
 //! (reference 000_8e2dd831946c5b72.txt): 404 `default backend - 404` on every path and 200 `ok`
 //! on `/healthz`. Both obey the live [`PodControls`] (fail paths with 500, added latency,
 //! stopped = listener closed so connections are refused) and the per-request query parameters
-//! `sleep_ms=N` (delay N ms) and `status=N` (answer with status N).
+//! `sleep_ms=N` (delay N ms), `status=N` (answer with status N) and, in mode `echo`,
+//! `set_cookie=V` (a `Set-Cookie: V` response header). The echo body's `pathRequests` counts
+//! the requests this port has answered for the path (this one included), so a test behind a
+//! cache can tell how many reached the Pod.
 //!
 //! Requests with `content-type: application/grpc*` go to the gRPC services instead (see
 //! [`grpc`]): the echo service `gclb.echo.v1.Echo` and the health service
@@ -157,6 +161,7 @@ async fn serve(
 ) {
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let reporter = tonic_health::server::HealthReporter::new();
+    let path_requests = Arc::new(PathRequests::default());
     let grpc = Arc::new(GrpcServices {
         echo: grpc::pb::echo_server::EchoServer::new(grpc::EchoService::new(
             identity.clone(),
@@ -204,7 +209,7 @@ async fn serve(
                 accepted = current.accept() => {
                     let Ok((stream, _peer)) = accepted else { continue };
                     let _ = stream.set_nodelay(true);
-                    let ctx = Arc::new(Ctx { identity: identity.clone(), port: addr.port(), controls: controls.clone(), grpc: grpc.clone() });
+                    let ctx = Arc::new(Ctx { identity: identity.clone(), port: addr.port(), controls: controls.clone(), grpc: grpc.clone(), path_requests: path_requests.clone() });
                     tokio::spawn(connection(stream, acceptor.clone(), ctx, epoch.clone()));
                 }
             }
@@ -219,6 +224,27 @@ struct Ctx {
     port: u16,
     controls: watch::Receiver<PodControls>,
     grpc: Arc<GrpcServices>,
+    path_requests: Arc<PathRequests>,
+}
+
+/// Requests answered per path on one port (the echo body's `pathRequests`). At most
+/// [`PathRequests::MAX_PATHS`] paths are counted; past that the counts start over.
+#[derive(Default)]
+struct PathRequests(std::sync::Mutex<std::collections::HashMap<String, u64>>);
+
+impl PathRequests {
+    const MAX_PATHS: usize = 10_000;
+
+    /// Counts one request for `path`; returns the count with it.
+    fn count(&self, path: &str) -> u64 {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len() >= Self::MAX_PATHS && !m.contains_key(path) {
+            m.clear();
+        }
+        let n = m.entry(path.to_string()).or_default();
+        *n += 1;
+        *n
+    }
 }
 
 /// The gRPC services of one port.
@@ -372,15 +398,23 @@ async fn handle(
         "host": host,
         "headers": headers,
         "bodyBytes": body_bytes,
+        "pathRequests": ctx.path_requests.count(&path),
     });
     let mut text = serde_json::to_vec(&json).unwrap_or_default();
     text.push(b'\n');
-    Ok(reply(
+    let mut resp = reply(
         identity,
         forced.unwrap_or(StatusCode::OK),
         "application/json",
         text.into(),
-    ))
+    );
+    if let Some(v) = query
+        .get("set_cookie")
+        .and_then(|v| header::HeaderValue::from_str(v).ok())
+    {
+        resp.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    Ok(resp)
 }
 
 fn reply(

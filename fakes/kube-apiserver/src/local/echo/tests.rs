@@ -61,6 +61,12 @@ async fn echo_names_the_pod_and_the_request() {
     assert_eq!(body["query"]["x"], "1");
     assert_eq!(body["host"], addr.to_string());
     assert_eq!(body["headers"]["x-test"], "1");
+    assert_eq!(body["pathRequests"], 1);
+    // pathRequests counts per path (the query aside).
+    let (_, again) = get(addr, false, "/shop/cart?y=2").await.unwrap();
+    assert_eq!(again["pathRequests"], 2);
+    let (_, other) = get(addr, false, "/other").await.unwrap();
+    assert_eq!(other["pathRequests"], 1);
     let (forced, _) = get(addr, false, "/?status=503").await.unwrap();
     assert_eq!(forced, StatusCode::SERVICE_UNAVAILABLE);
     server.stop().await;
