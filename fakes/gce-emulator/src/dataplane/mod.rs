@@ -19,10 +19,12 @@ pub mod grpc_health;
 pub mod health;
 pub mod listener;
 pub mod metrics;
+pub mod mirror;
 pub mod proxy;
 pub mod quic;
 pub mod security_policy;
 pub mod tls;
+pub mod tls_route;
 pub mod upstream;
 pub mod url_map;
 
@@ -182,6 +184,7 @@ async fn run(
     let mut manager = Manager {
         port_map: config.port_map,
         listeners: HashMap::new(),
+        streams: tls_route::StreamListeners::default(),
         carry: Carry::default(),
         checker: HealthChecker::new(health, shared.metrics.clone()),
         serving,
@@ -205,11 +208,15 @@ async fn run(
     for l in manager.listeners.values() {
         l.close();
     }
+    manager
+        .streams
+        .apply(&Default::default(), &manager.port_map, &manager.stop);
 }
 
 struct Manager {
     port_map: BTreeMap<u16, u16>,
     listeners: HashMap<ResourceKey, Listener>,
+    streams: tls_route::StreamListeners,
     carry: Carry,
     checker: HealthChecker,
     serving: Arc<Serving>,
@@ -275,6 +282,10 @@ impl Manager {
                 })
             })
             .collect();
+        infos.extend(
+            self.streams
+                .apply(&compiled.streams, &self.port_map, &self.stop),
+        );
         infos.sort_by(|a, b| a.forwarding_rule.cmp(&b.forwarding_rule));
         self.shared.listeners.store(Arc::new(infos));
     }
