@@ -203,6 +203,6 @@ mod golden_tests;
 #[cfg(test)]
 mod invariants_tests;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 #[cfg(test)]
 mod tests;
