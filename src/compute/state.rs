@@ -312,11 +312,6 @@ impl Compute {
         Ok(self.fresh_negs(zone).await?.get(name))
     }
 
-    /// Every NEG in `zone` as last seen (listing the zone's NEGs first when stale).
-    pub async fn observed_negs(&self, zone: &str) -> Result<Vec<Arc<model::NetworkEndpointGroup>>> {
-        Ok(self.fresh_negs(zone).await?.all())
-    }
-
     /// Records a NEG written (`Some`) or deleted (`None`, and then it has no endpoints either)
     /// in `zone`.
     pub fn record_neg(&self, zone: &str, name: &str, value: Option<model::NetworkEndpointGroup>) {

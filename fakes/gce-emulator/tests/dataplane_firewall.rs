@@ -75,12 +75,16 @@ async fn firewall_rules_decide_which_probes_and_connections_reach_an_endpoint() 
         rule(1000, &["35.191.0.0/16"], true, port, &["web"]),
     );
     w.publish();
-    let served = a.state.requests.load(std::sync::atomic::Ordering::SeqCst);
     let (status, _, _, body) = poll("502 from the refused connection", 30, async || {
         let r = get(&c, &l, "fw.example", "/x").await;
         (r.0 == 502).then_some(r)
     })
     .await;
+    // Requests sent before the new rule reached the data plane were served; count from here.
+    let served = a.state.requests.load(std::sync::atomic::Ordering::SeqCst);
+    for _ in 0..3 {
+        assert_eq!(get(&c, &l, "fw.example", "/x").await.0, 502);
+    }
     assert!(body.contains("failed_to_connect_to_backend"), "{body}");
     assert!(
         body.contains("130.211.0.1"),

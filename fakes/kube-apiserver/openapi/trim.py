@@ -7,7 +7,7 @@ the captured set: they are written by hand from the same server's aggregated dis
 (discovery/apis-aggregated-v2.json there), and this script leaves them alone. policy/v1 is not
 in the captured v3 set either: FROM_V2 below converts it from the same server's openapi-v2.json
 (pass --skip-v2 as the second argument to leave it alone)."""
-import json, os, re, sys
+import glob, json, os, re, sys
 
 REF = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/reference/kube-api-v1.36"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -193,7 +193,6 @@ if len(sys.argv) <= 2 or sys.argv[2] != "--skip-v2":
         # Definitions the captured v3 documents also have keep their v3 form: v2 flattens
         # IntOrString and Quantity to `type: string`, and the server resolves a name once for
         # every document, so a v2 form would refuse `targetPort: 8080` on a Service.
-        import glob
         for other in glob.glob(f"{HERE}/v3/*.json"):
             if other.endswith(f"/{stem}.json"):
                 continue

@@ -243,30 +243,24 @@ impl Emulator {
             (Err(e), _) => Err(e),
             (_, Some(e)) if !fault.after_effect => Err(e),
             (_, lost) => {
-                // The v1 model's fields (google-cloud-compute-v1); beta and alpha requests are
-                // checked against their version's fields in `execute`.
-                let checked = (req.version == ApiVersion::V1)
-                    .then(|| schema_check(&call))
-                    .flatten()
-                    .map(|c| crate::schema::check_body(c, &req.body));
-                let r = match checked {
-                    Some(Err(e)) => Err(e),
-                    _ => match self.authorize(&call, &method, &req) {
-                        Ok(()) => {
-                            let run = self.execute(call, &req);
-                            crate::faults::OPERATION_LATENCY
-                                .scope(fault.operation_latency, run)
-                                .await
-                                .map(|v| req.version.view(&self.base, v))
+                let r = async {
+                    // The v1 model's fields (google-cloud-compute-v1); beta and alpha requests
+                    // are checked against their version's fields in `execute`.
+                    if req.version == ApiVersion::V1 {
+                        if let Some(check) = schema_check(&call) {
+                            crate::schema::check_body(check, &req.body)?;
                         }
-                        Err(e) => Err(e),
-                    },
-                };
-                // With `lostResponse` the server acted; the client gets the fault instead.
-                match lost {
-                    Some(e) => Err(e),
-                    None => r,
+                    }
+                    self.authorize(&call, &method, &req)?;
+                    let run = self.execute(call, &req);
+                    let v = crate::faults::OPERATION_LATENCY
+                        .scope(fault.operation_latency, run)
+                        .await?;
+                    Ok(req.version.view(&self.base, v))
                 }
+                .await;
+                // With `lostResponse` the server acted; the client gets the fault instead.
+                lost.map_or(r, Err)
             }
         };
         let code = result.as_ref().map_or_else(|e| e.code, |_| 200);
