@@ -1,6 +1,6 @@
 //! The Gateway controller's loop. Level-triggered and whole-cluster: every change of a watched
 //! kind (GatewayClass, Gateway, HTTPRoute, TLSRoute, ReferenceGrant, Namespace, Service,
-//! EndpointSlice, Pod, Secret) wakes one loop that translates every Gateway of our classes from
+//! EndpointSlice, Pod, Secret, Node) wakes one loop that translates every Gateway of our classes from
 //! the stores ([`super::translate`], pure), syncs each Gateway's load balancer, writes the
 //! status of our GatewayClasses, Gateways and route parents (only where it changed), and then
 //! collects garbage: the resources of Gateways and routes that are gone.
@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::{self, Store};
@@ -38,7 +38,9 @@ use super::status::{self, SyncOutcome};
 use super::sync::{collect_garbage, sync_gateway, GatewaySyncError};
 use super::translate::{our_classes, translate, GatewayConfig, Translation};
 use crate::compute::Compute;
+use crate::sync::firewalls::{self, FirewallOutcome, RuleState};
 use crate::sync::ingress::BackendLocks;
+use crate::translate::endpoints::{neg_zones, node_zone};
 use crate::translate::{ClusterSnapshot, ObjectKey};
 
 /// Pause after an event before a run, so that a burst of changes makes one run.
@@ -86,6 +88,7 @@ struct Stores {
     slices: Store<EndpointSlice>,
     pods: Store<Pod>,
     secrets: Store<Secret>,
+    nodes: Store<Node>,
 }
 
 fn keyed<K>(store: &Store<K>) -> BTreeMap<ObjectKey, Arc<K>>
@@ -114,6 +117,7 @@ impl Stores {
             slices: watch_store(Api::all(client.clone()), w()),
             pods: watch_store(Api::all(client.clone()), w()),
             secrets: watch_store(Api::all(client.clone()), w()),
+            nodes: watch_store(Api::all(client.clone()), w()),
         }
     }
 
@@ -135,7 +139,8 @@ impl Stores {
             services,
             slices,
             pods,
-            secrets
+            secrets,
+            nodes
         );
     }
 
@@ -162,6 +167,16 @@ impl Stores {
                 endpoint_slices: keyed(&self.slices),
                 pods: keyed(&self.pods),
                 secrets: keyed(&self.secrets),
+                // NEG zones follow the cluster's Nodes unless `--zone` pins them.
+                node_zones: self
+                    .nodes
+                    .state()
+                    .iter()
+                    .filter_map(|n| {
+                        let zone = node_zone(n.metadata.labels.as_ref()?)?;
+                        Some((n.name_any(), zone.to_owned()))
+                    })
+                    .collect(),
                 ..ClusterSnapshot::default()
             },
         }
@@ -180,6 +195,7 @@ pub async fn run(
     stores.wait_until_ready().await;
     tracing::info!(controller_name = %config.controller_name, "Gateway controller started");
     let locks = BackendLocks::default();
+    let mut firewall = RuleState::default();
     let mut delay = Duration::ZERO;
     loop {
         tokio::select! {
@@ -187,7 +203,16 @@ pub async fn run(
             _ = tokio::time::sleep(if delay.is_zero() { RESYNC } else { delay }) => {}
         }
         tokio::time::sleep(COALESCE).await;
-        let ok = run_once(&client, &compute, &netsvc, &config, &stores, &locks).await;
+        let ok = run_once(
+            &client,
+            &compute,
+            &netsvc,
+            &config,
+            &stores,
+            &locks,
+            &mut firewall,
+        )
+        .await;
         delay = if ok { Duration::ZERO } else { RETRY };
     }
 }
@@ -200,10 +225,30 @@ async fn run_once(
     config: &GatewayConfig,
     stores: &Stores,
     locks: &BackendLocks,
+    firewall: &mut RuleState,
 ) -> bool {
     let inputs = stores.inputs();
     let t = translate(&inputs, config);
     let mut ok = true;
+    let tc = &config.translate;
+    let rule = super::firewall::desired(t.gateways.values().map(|p| &p.desired), tc);
+    if let Some(rule) = &rule {
+        let mut changes = Vec::new();
+        match firewalls::ensure(compute, &tc.network_project, rule, firewall, &mut changes).await {
+            Ok(FirewallOutcome::InSync) => {}
+            Ok(FirewallOutcome::Forbidden { .. }) => tracing::warn!(
+                rule = ?rule.name,
+                "writing the Gateway firewall rule is forbidden (Shared VPC?); the security admin must create it"
+            ),
+            Err(e) => {
+                ok = false;
+                tracing::warn!(error = %e, "Gateway firewall rule sync failed; retrying");
+            }
+        }
+        for c in &changes {
+            tracing::info!(change = %c, "Gateway firewall");
+        }
+    }
     let mut outcomes = BTreeMap::new();
     for (key, plan) in &t.gateways {
         let mut changes = Vec::new();
@@ -236,12 +281,12 @@ async fn run_once(
             }
         }
         let mut changes = Vec::new();
-        let tc = &config.translate;
+        let zones: Vec<String> = neg_zones(&inputs.cluster, tc, []).into_iter().collect();
         if let Err(e) = collect_garbage(
             compute,
             netsvc,
             &tc.cluster_uid,
-            &tc.zones,
+            &zones,
             &wanted,
             &mut changes,
         )
@@ -249,6 +294,14 @@ async fn run_once(
         {
             ok = false;
             tracing::warn!(error = %e, "Gateway garbage collection failed; retrying");
+        } else if rule.is_none() {
+            let name = super::firewall::name(&tc.cluster_uid);
+            if let Err(e) =
+                firewalls::delete(compute, &tc.network_project, &name, firewall, &mut changes).await
+            {
+                ok = false;
+                tracing::warn!(error = %e, "deleting the Gateway firewall rule failed; retrying");
+            }
         }
         for c in &changes {
             tracing::info!(change = %c, "Gateway garbage collection");

@@ -16,6 +16,7 @@ pub mod backend_refs;
 pub mod conditions;
 pub mod controller;
 pub mod desired;
+pub mod firewall;
 pub mod hostnames;
 pub mod http_routes;
 pub mod inputs;
