@@ -27,6 +27,8 @@ use serde_json::Value;
 use support::*;
 
 const NS: &str = "gateway-conformance-infra";
+/// The Gateway `same-namespace`, the cases' HTTPRoutes and the TLSRoutes.
+const MANIFESTS: &str = include_str!("gateway_conformance/manifests.yaml");
 const CLASS: &str = "gclb-l7-global-external-managed";
 const REPORT_START: &str =
     "<!-- conformance-report:start (written by tests/gateway_conformance_e2e.rs) -->";
@@ -46,223 +48,8 @@ fn backend(svc: &str, pod: &str, port: u16, tls: bool) -> String {
     )
 }
 
-const GATEWAY: &str = r#"
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: same-namespace, namespace: gateway-conformance-infra}
-spec:
-  gatewayClassName: gclb-l7-global-external-managed
-  listeners:
-  - {name: http, protocol: HTTP, port: 80, allowedRoutes: {namespaces: {from: Same}}}
-  - name: tls
-    protocol: TLS
-    port: 443
-    tls: {mode: Passthrough}
-    allowedRoutes: {namespaces: {from: Same}, kinds: [{kind: TLSRoute}]}
-"#;
 
-/// HTTPRoutes of the ported cases (their upstream manifests, one hostname each where upstream
-/// has none).
-const HTTP_ROUTES: &str = r#"
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: gateway-conformance-infra-test, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace}]
-  hostnames: [simple.example]
-  rules:
-  - backendRefs: [{name: infra-backend-v1, port: 8080}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: matching, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace}]
-  hostnames: [matching.example]
-  rules:
-  - matches: [{path: {type: PathPrefix, value: /}}, {headers: [{name: version, value: one}]}]
-    backendRefs: [{name: infra-backend-v1, port: 8080}]
-  - matches: [{path: {type: PathPrefix, value: /v2}}, {headers: [{name: version, value: two}]}]
-    backendRefs: [{name: infra-backend-v2, port: 8080}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: exact-path-matching, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace}]
-  hostnames: [exact.example]
-  rules:
-  - matches: [{path: {type: Exact, value: /one}}]
-    backendRefs: [{name: infra-backend-v1, port: 8080}]
-  - matches: [{path: {type: Exact, value: /two}}]
-    backendRefs: [{name: infra-backend-v2, port: 8080}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: header-matching, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace}]
-  hostnames: [headers.example]
-  rules:
-  - matches: [{headers: [{name: version, value: one}]}]
-    backendRefs: [{name: infra-backend-v1, port: 8080}]
-  - matches: [{headers: [{name: version, value: two}]}]
-    backendRefs: [{name: infra-backend-v2, port: 8080}]
-  - matches: [{headers: [{name: version, value: two}, {name: color, value: orange}]}]
-    backendRefs: [{name: infra-backend-v1, port: 8080}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: invalid-nonexistent-backend-ref, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace}]
-  hostnames: [nonexistent.example]
-  rules:
-  - backendRefs: [{name: nonexistent, port: 8080}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: invalid-backend-ref-unknown-kind, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace}]
-  hostnames: [unknown-kind.example]
-  rules:
-  - backendRefs: [{group: unknownkind.example.com, kind: NonExistent, name: infra-backend-v1, port: 8080}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: request-header-modifier, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace}]
-  hostnames: [header-mod.example]
-  rules:
-  - filters:
-    - type: RequestHeaderModifier
-      requestHeaderModifier:
-        set: [{name: X-Header-Set, value: set-overwrites-values}]
-        add: [{name: X-Header-Add, value: add-appends-values}]
-        remove: [X-Header-Remove]
-    backendRefs: [{name: infra-backend-v1, port: 8080}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: weighted-backends, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace}]
-  hostnames: [weight.example]
-  rules:
-  - backendRefs:
-    - {name: infra-backend-v1, port: 8080, weight: 1}
-    - {name: infra-backend-v2, port: 8080, weight: 1}
-    - {name: infra-backend-v3, port: 8080, weight: 0}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: method-matching, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace}]
-  hostnames: [method.example]
-  rules:
-  - matches: [{method: POST}]
-    backendRefs: [{name: infra-backend-v1, port: 8080}]
-  - matches: [{method: GET}]
-    backendRefs: [{name: infra-backend-v2, port: 8080}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: query-param-matching, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace}]
-  hostnames: [query.example]
-  rules:
-  - matches: [{queryParams: [{name: animal, value: whale}]}]
-    backendRefs: [{name: infra-backend-v1, port: 8080}]
-  - matches: [{queryParams: [{name: animal, value: dolphin}]}]
-    backendRefs: [{name: infra-backend-v2, port: 8080}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: response-header-modifier, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace}]
-  hostnames: [response-mod.example]
-  rules:
-  - filters:
-    - type: ResponseHeaderModifier
-      responseHeaderModifier:
-        set: [{name: X-Header-Set, value: set-overwrites-values}]
-        add: [{name: X-Header-Add, value: add-appends-values}]
-        remove: [X-Pod-Name]
-    backendRefs: [{name: infra-backend-v1, port: 8080}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: rewrite-host, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace}]
-  hostnames: [rewrite.example]
-  rules:
-  - matches: [{path: {type: PathPrefix, value: /one}}]
-    filters: [{type: URLRewrite, urlRewrite: {hostname: one.example.org}}]
-    backendRefs: [{name: infra-backend-v1, port: 8080}]
-  - filters: [{type: URLRewrite, urlRewrite: {hostname: example.org}}]
-    backendRefs: [{name: infra-backend-v2, port: 8080}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: redirect-scheme, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace}]
-  hostnames: [redirect.example]
-  rules:
-  - matches: [{path: {type: PathPrefix, value: /scheme}}]
-    filters: [{type: RequestRedirect, requestRedirect: {scheme: https}}]
-  - matches: [{path: {type: PathPrefix, value: /scheme-and-host}}]
-    filters: [{type: RequestRedirect, requestRedirect: {hostname: example.org, scheme: https}}]
-"#;
 
-/// TLSRoutes: two hostnames on the Passthrough listener (one route each; `beta` weighted), a
-/// route whose backend does not exist, and one on the HTTP listener.
-const TLS_ROUTES: &str = r#"
-apiVersion: gateway.networking.k8s.io/v1
-kind: TLSRoute
-metadata: {name: alpha, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace, sectionName: tls}]
-  hostnames: [alpha.example]
-  rules:
-  - backendRefs: [{name: tls-alpha, port: 443}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: TLSRoute
-metadata: {name: beta, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace, sectionName: tls}]
-  hostnames: [beta.example]
-  rules:
-  - backendRefs:
-    - {name: tls-beta, port: 443, weight: 1}
-    - {name: tls-gamma, port: 443, weight: 1}
-    - {name: tls-zero, port: 443, weight: 0}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: TLSRoute
-metadata: {name: nonexistent-backend, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace, sectionName: tls}]
-  hostnames: [nonexistent.example]
-  rules:
-  - backendRefs: [{name: nonexistent, port: 443}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: TLSRoute
-metadata: {name: on-http-listener, namespace: gateway-conformance-infra}
-spec:
-  parentRefs: [{name: same-namespace, sectionName: http}]
-  hostnames: [http.example]
-  rules:
-  - backendRefs: [{name: tls-alpha, port: 443}]
-"#;
 
 /// HTTPRoutes attached to the HTTP listener (`attachedRoutes`).
 const HTTP_ROUTE_COUNT: u64 = 13;
@@ -678,9 +465,7 @@ fn gateway_api_conformance_cases_pass_through_real_traffic() -> Result<()> {
         ));
     }
     sys.apply(&infra)?;
-    sys.apply(GATEWAY)?;
-    sys.apply(HTTP_ROUTES)?;
-    sys.apply(TLS_ROUTES)?;
+    sys.apply(MANIFESTS)?;
     sys.start_operator(&["--gateway-api"])?;
 
     let ip = wait_for("Gateway Programmed=True with an address", DEADLINE, || {
