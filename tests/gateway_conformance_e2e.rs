@@ -48,9 +48,6 @@ fn backend(svc: &str, pod: &str, port: u16, tls: bool) -> String {
     )
 }
 
-
-
-
 /// HTTPRoutes attached to the HTTP listener (`attachedRoutes`).
 const HTTP_ROUTE_COUNT: u64 = 13;
 
