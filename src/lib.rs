@@ -1,11 +1,13 @@
 //! gclb-operator: provisions Google Cloud HTTP(S) load balancers from Kubernetes Ingress objects.
 //!
 //! Data flow: kube objects -> `controller` (watch, stores) -> `translate` (pure) ->
-//! `sync` (desired vs observed) -> `compute` (Compute API v1 or the emulator).
+//! `sync` (desired vs observed) -> `compute` (Compute API v1 or the emulator). `gateway` does the
+//! same for the Gateway API (Gateway, HTTPRoute, TLSRoute).
 
 pub mod compute;
 pub mod controller;
 pub mod crd;
+pub mod gateway;
 pub mod managed_certificates;
 pub mod readiness;
 pub mod sync;

@@ -158,6 +158,13 @@ struct RunArgs {
     /// follow with client-go's ratios: 2/3 and 2/15 of it).
     #[arg(long, default_value_t = 15)]
     leader_election_lease_duration: u64,
+    /// Run the Gateway API controller (Gateway, HTTPRoute, TLSRoute; docs/gateway-api.md).
+    /// Needs the Gateway API CRDs (deploy/gateway).
+    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    gateway_api: bool,
+    /// `spec.controllerName` of the GatewayClasses the Gateway controller owns.
+    #[arg(long, default_value = gclb_operator::gateway::DEFAULT_CONTROLLER_NAME)]
+    gateway_controller_name: String,
 }
 
 fn init_tracing(json: bool) {
@@ -443,6 +450,23 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         tracing::info!(
             "--managed-certificates=false: ManagedCertificates are left to another controller"
         );
+    }
+    if args.gateway_api {
+        let netsvc = gclb_operator::gateway::network_services::NetworkServicesApi::new(
+            &args.project,
+            args.compute_endpoint.as_deref(),
+        )
+        .await
+        .context("connecting to the Network Services API")?;
+        tokio::spawn(gclb_operator::gateway::controller::run(
+            client.clone(),
+            compute.clone(),
+            Arc::new(netsvc),
+            gclb_operator::gateway::GatewayConfig {
+                controller_name: args.gateway_controller_name.clone(),
+                translate: translate.clone(),
+            },
+        ));
     }
     let readiness_client = client.clone();
     let controllers = controller::run(

@@ -310,6 +310,7 @@ fn model_route(case: &Case, request_host: &str, request_path: &str, classic: boo
 fn data_plane_route(table: &UrlMapTable, names: &[String], host: &str, path: &str) -> String {
     let headers = http::HeaderMap::new();
     let route = table.route(&RequestView {
+        method: "GET",
         host: host.split(':').next().unwrap_or(host),
         path,
         query: None,

@@ -189,6 +189,25 @@ impl Compute {
         verb: set_ssl_policy, api: "targetHttpsProxies.setSslPolicy",
         setter: set_target_https_proxy, body: model::SslPolicyReference);
 
+    // Proxy Network Load Balancers (the Gateway controller's TLS listeners).
+    global_crud!(client: target_tcp_proxies, model: TargetTcpProxy, api: "targetTcpProxies",
+        setter: set_target_tcp_proxy, get: get_target_tcp_proxy,
+        insert: insert_target_tcp_proxy, delete: delete_target_tcp_proxy,
+        list: list_target_tcp_proxies);
+    global_verb!(set_target_tcp_proxy_backend_service, client: target_tcp_proxies,
+        verb: set_backend_service, api: "targetTcpProxies.setBackendService",
+        setter: set_target_tcp_proxy, body: model::TargetTcpProxiesSetBackendServiceRequest);
+    global_crud!(client: target_ssl_proxies, model: TargetSslProxy, api: "targetSslProxies",
+        setter: set_target_ssl_proxy, get: get_target_ssl_proxy,
+        insert: insert_target_ssl_proxy, delete: delete_target_ssl_proxy,
+        list: list_target_ssl_proxies);
+    global_verb!(set_target_ssl_proxy_backend_service, client: target_ssl_proxies,
+        verb: set_backend_service, api: "targetSslProxies.setBackendService",
+        setter: set_target_ssl_proxy, body: model::TargetSslProxiesSetBackendServiceRequest);
+    global_verb!(set_target_ssl_proxy_ssl_certificates, client: target_ssl_proxies,
+        verb: set_ssl_certificates, api: "targetSslProxies.setSslCertificates",
+        setter: set_target_ssl_proxy, body: model::TargetSslProxiesSetSslCertificatesRequest);
+
     global_crud!(client: ssl_certificates, model: SslCertificate, api: "sslCertificates",
         setter: set_ssl_certificate, get: get_ssl_certificate, insert: insert_ssl_certificate,
         delete: delete_ssl_certificate, list: list_ssl_certificates);

@@ -122,7 +122,7 @@ fn warning(reason: &str, message: String) -> Finding {
 }
 
 /// `tls.crt` and `tls.key` of a Secret as PEM text, or what is wrong with it.
-fn secret_pem(
+pub fn secret_pem(
     snapshot: &ClusterSnapshot,
     key: &ObjectKey,
 ) -> Result<(String, String), &'static str> {

@@ -320,7 +320,7 @@ mod golden_tests;
 #[cfg(test)]
 mod invariants_tests;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -25,6 +25,7 @@ pub const MAX_REQUEST_BYTES: usize = 10 * 1024 * 1024;
 pub fn router(emu: Arc<Emulator>) -> Router {
     Router::new()
         .route("/compute/{version}/{*path}", any(compute))
+        .route("/networkservices/v1/{*path}", any(network_services))
         .route("/batch/compute/{version}", post(crate::batch::handle))
         .route("/batch", post(crate::batch::handle))
         .route("/v2/entries:list", post(crate::logging_api::entries_list))
@@ -85,6 +86,31 @@ pub fn respond(result: Result<Value, ApiError>) -> Response {
         Ok(v) => (StatusCode::OK, axum::Json(v)).into_response(),
         Err(e) => e.into_response(),
     }
+}
+
+/// `/networkservices/v1/...`: see [`crate::emulator::network_services`].
+async fn network_services(
+    State(emu): State<Arc<Emulator>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(e) = check_auth(&emu, &headers) {
+        return e.into_response();
+    }
+    let path = uri
+        .path()
+        .strip_prefix("/networkservices/v1/")
+        .unwrap_or_default()
+        .to_string();
+    let req = crate::emulator::network_services::NetworkServicesRequest {
+        method,
+        path,
+        query: parse_query(uri.query()),
+        body,
+    };
+    respond(emu.handle_network_services(req).await)
 }
 
 async fn compute(

@@ -47,6 +47,8 @@ pub fn resource_check(kind: &str) -> Option<Check> {
         "compute#sslPolicy" => check_as::<model::SslPolicy>,
         "compute#targetHttpProxy" => check_as::<model::TargetHttpProxy>,
         "compute#targetHttpsProxy" => check_as::<model::TargetHttpsProxy>,
+        "compute#targetSslProxy" => check_as::<model::TargetSslProxy>,
+        "compute#targetTcpProxy" => check_as::<model::TargetTcpProxy>,
         "compute#urlMap" => check_as::<model::UrlMap>,
         _ => return None,
     })
@@ -61,7 +63,18 @@ pub fn verb_check(kind: &str, verb: &str) -> Option<Check> {
         "setTarget" => check_as::<model::TargetReference>,
         "setSslPolicy" => check_as::<model::SslPolicyReference>,
         "setSecurityPolicy" | "setEdgeSecurityPolicy" => check_as::<model::SecurityPolicyReference>,
+        "setSslCertificates" if kind == "compute#targetSslProxy" => {
+            check_as::<model::TargetSslProxiesSetSslCertificatesRequest>
+        }
         "setSslCertificates" => check_as::<model::TargetHttpsProxiesSetSslCertificatesRequest>,
+        "setBackendService" if kind == "compute#targetSslProxy" => {
+            check_as::<model::TargetSslProxiesSetBackendServiceRequest>
+        }
+        "setBackendService" => check_as::<model::TargetTcpProxiesSetBackendServiceRequest>,
+        "setProxyHeader" if kind == "compute#targetSslProxy" => {
+            check_as::<model::TargetSslProxiesSetProxyHeaderRequest>
+        }
+        "setProxyHeader" => check_as::<model::TargetTcpProxiesSetProxyHeaderRequest>,
         "setQuicOverride" => check_as::<model::TargetHttpsProxiesSetQuicOverrideRequest>,
         "setCertificateMap" => check_as::<model::TargetHttpsProxiesSetCertificateMapRequest>,
         "setLabels" if kind == "compute#instance" => check_as::<model::InstancesSetLabelsRequest>,
@@ -251,6 +264,16 @@ mod tests {
         let verb = verb_check("compute#targetHttpProxy", "setUrlMap").unwrap();
         assert!(check_body(verb, br#"{"urlMap": "u"}"#).is_ok());
         assert!(check_body(verb, br#"{"urlMap": "u", "url_map": "u"}"#).is_err());
+        let tcp = resource_check("compute#targetTcpProxy").unwrap();
+        assert!(check_body(
+            tcp,
+            br#"{"name": "t", "service": "s", "proxyHeader": "NONE"}"#
+        )
+        .is_ok());
+        assert!(check_body(tcp, br#"{"name": "t", "sslCertificates": ["c"]}"#).is_err());
+        let set = verb_check("compute#targetSslProxy", "setBackendService").unwrap();
+        assert!(check_body(set, br#"{"service": "s"}"#).is_ok());
+        assert!(check_body(set, br#"{"backendService": "s"}"#).is_err());
     }
 
     #[test]

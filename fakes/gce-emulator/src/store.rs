@@ -218,6 +218,8 @@ fn walk_refs(base: &str, v: &Value, out: &mut BTreeSet<ResourceKey>) {
                 if rest.starts_with("projects/") {
                     out.insert(rest.to_string());
                 }
+            } else if let Some(key) = network_services_ref(s) {
+                out.insert(key);
             }
         }
         Value::Array(a) => a.iter().for_each(|x| walk_refs(base, x, out)),
@@ -229,6 +231,21 @@ fn walk_refs(base: &str, v: &Value, out: &mut BTreeSet<ResourceKey>) {
             }
         }
         _ => {}
+    }
+}
+
+/// A Network Services reference to a Compute resource, in the form that API uses
+/// (`projects/p/locations/global/backendServices/b`, `.../targetTcpProxies/t`; Network Services
+/// API v1 reference, `TlsRoute.rules[].action.destinations[].serviceName` and `targetProxies`),
+/// as the Compute key it pins (`projects/p/global/backendServices/b`), so that a backend
+/// service or proxy a tlsRoute uses cannot be deleted.
+fn network_services_ref(s: &str) -> Option<ResourceKey> {
+    let parts: Vec<&str> = s.split('/').collect();
+    match parts.as_slice() {
+        ["projects", p, "locations", "global", coll @ ("backendServices" | "targetTcpProxies"), name] => {
+            Some(format!("projects/{p}/global/{coll}/{name}"))
+        }
+        _ => None,
     }
 }
 

@@ -401,6 +401,20 @@ fn to_cel(v: &Value) -> cel::Value {
     }
 }
 
+/// Functions of Kubernetes' CEL libraries that CRDs use and the cel crate lacks: `isIP(string)`
+/// (k8s.io/apiserver `library/ip.go`: a valid IPv4 or IPv6 address, without a zone and not an
+/// IPv4-mapped IPv6 address; the Gateway API's TLSRoute `spec.hostnames` rule).
+fn kubernetes_library(ctx: &mut cel::Context) {
+    let is_ip = |s: Arc<String>| match s.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(v6)) => v6.to_ipv4_mapped().is_none(),
+        Ok(_) => true,
+        Err(_) => false,
+    };
+    if let Err(e) = ctx.add_function("isIP", is_ip) {
+        tracing::error!(error = ?e, "registering the CEL function isIP");
+    }
+}
+
 /// Evaluates the node's `x-kubernetes-validations` with `self` bound to `v`.
 fn rules(v: &Value, schema: &Value, path: &str, out: &mut Vec<FieldError>) {
     let Some(list) = schema
@@ -419,6 +433,7 @@ fn rules(v: &Value, schema: &Value, path: &str, out: &mut Vec<FieldError>) {
         let outcome = match cel::Program::compile(source) {
             Ok(program) => {
                 let mut ctx = cel::Context::default();
+                kubernetes_library(&mut ctx);
                 ctx.add_variable_from_value("self", to_cel(v));
                 match program.execute(&ctx) {
                     Ok(cel::Value::Bool(true)) => None,
@@ -514,6 +529,24 @@ mod tests {
             obj["spec"],
             json!({"cdn": {"enabled": false, "ttl": null}, "list": [{"k": "v"}, {"k": "x"}], "tags": []})
         );
+    }
+
+    #[test]
+    fn kubernetes_is_ip_is_available_to_rules() {
+        let schema = json!({"type": "array", "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "self.all(h, !isIP(h))", "message": "hostnames cannot be IP addresses"}]});
+        let check = |v: Value| validate_at(&v, &schema, "spec.hostnames");
+        assert_eq!(check(json!(["a.example", "*.b.example"])), Vec::new());
+        for ip in ["10.0.0.1", "2001:db8::1"] {
+            let e = check(json!(["a.example", ip]));
+            assert_eq!(e.len(), 1, "{ip}: {e:?}");
+            assert!(
+                e[0].message.contains("hostnames cannot be IP addresses"),
+                "{e:?}"
+            );
+        }
+        // IPv4-mapped IPv6 is no IP to Kubernetes' library.
+        assert_eq!(check(json!(["::ffff:10.0.0.1"])), Vec::new());
     }
 
     #[test]

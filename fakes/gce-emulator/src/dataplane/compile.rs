@@ -63,6 +63,8 @@ pub struct Compiled {
     pub frontends: BTreeMap<ResourceKey, Arc<Frontend>>,
     /// Probes to run.
     pub probes: Vec<ProbeTarget>,
+    /// Proxy Network Load Balancer frontends (target TCP and SSL proxies) by forwarding rule.
+    pub streams: BTreeMap<ResourceKey, Arc<crate::dataplane::tls_route::StreamFrontend>>,
     /// Endpoints of the previous compile that are no longer in any backend service (detached
     /// from their NEG, or their NEG from the backend service, or the backend service deleted):
     /// they take no new requests and start connection draining (draining.rs).
@@ -305,6 +307,13 @@ fn tls_config(
     Ok(cfg)
 }
 
+/// A target SSL proxy carries bytes, not HTTP: the same certificates and policy, no ALPN.
+fn without_alpn(cfg: Arc<ServerConfig>) -> Arc<ServerConfig> {
+    let mut c = (*cfg).clone();
+    c.alpn_protocols.clear();
+    Arc::new(c)
+}
+
 /// Compiles `snap`. Problems in one load balancer are logged and confined to it.
 pub fn compile(snap: &Snapshot, carry: &mut Carry, metrics: &Metrics) -> Compiled {
     let mut next_eps = HashMap::new();
@@ -399,6 +408,13 @@ pub fn compile(snap: &Snapshot, carry: &mut Carry, metrics: &Metrics) -> Compile
         };
         frontends.insert(k.clone(), Arc::new(fe));
     }
+    let by_key: HashMap<ResourceKey, Arc<BackendService>> = index
+        .iter()
+        .map(|(k, i)| (k.clone(), services[*i].clone()))
+        .collect();
+    let streams = crate::dataplane::tls_route::compile(snap, &by_key, &mut |key, proxy| {
+        tls_config(key, proxy, snap, carry, &mut next_tls).map(without_alpn)
+    });
     let removed = carry
         .endpoints
         .iter()
@@ -409,6 +425,7 @@ pub fn compile(snap: &Snapshot, carry: &mut Carry, metrics: &Metrics) -> Compile
     carry.tls = next_tls;
     Compiled {
         frontends,
+        streams,
         probes,
         removed,
     }

@@ -24,10 +24,12 @@ pub mod iap;
 pub mod listener;
 pub mod logging;
 pub mod metrics;
+pub mod mirror;
 pub mod proxy;
 pub mod quic;
 pub mod request_checks;
 pub mod tls;
+pub mod tls_route;
 pub mod upstream;
 pub mod url_map;
 
@@ -234,6 +236,7 @@ async fn run(
         port_map: config.port_map,
         enforce_firewall: config.enforce_firewall,
         listeners: HashMap::new(),
+        streams: tls_route::StreamListeners::default(),
         carry: Carry::default(),
         checker: HealthChecker::new(health, shared.metrics.clone()),
         serving,
@@ -257,12 +260,16 @@ async fn run(
     for l in manager.listeners.values() {
         l.close();
     }
+    manager
+        .streams
+        .apply(&Default::default(), &manager.port_map, &manager.stop);
 }
 
 struct Manager {
     port_map: BTreeMap<u16, u16>,
     enforce_firewall: bool,
     listeners: HashMap<ResourceKey, Listener>,
+    streams: tls_route::StreamListeners,
     carry: Carry,
     checker: HealthChecker,
     serving: Arc<Serving>,
@@ -329,6 +336,10 @@ impl Manager {
                 })
             })
             .collect();
+        infos.extend(
+            self.streams
+                .apply(&compiled.streams, &self.port_map, &self.stop),
+        );
         infos.sort_by(|a, b| a.forwarding_rule.cmp(&b.forwarding_rule));
         self.shared.listeners.store(Arc::new(infos));
     }

@@ -30,6 +30,7 @@ use crate::dataplane::backend_service::{
 use crate::dataplane::coarse_timer::CoarseTimer;
 use crate::dataplane::compile::Frontend;
 use crate::dataplane::grpc;
+use crate::dataplane::mirror;
 use crate::dataplane::quic;
 use crate::dataplane::request_checks;
 use crate::dataplane::upstream::{Upstream, UpstreamBody};
@@ -219,6 +220,7 @@ async fn forward(
     let path: &str = &normalized;
     let query = orig_uri.query();
     let route = routing.route(&RequestView {
+        method: req.method().as_str(),
         host,
         path,
         query,
@@ -245,12 +247,29 @@ async fn forward(
         }
         RouteAction::Forward(f) => f,
     };
-    let bs = fe.services[fwd.pick(if fwd.services.len() > 1 {
+    let at = fwd.pick_at(if fwd.services.len() > 1 {
         rand::random()
     } else {
         0
-    })]
-    .clone();
+    });
+    let bs = fe.services[fwd.services[at].0].clone();
+    // Owned copies: `fwd` borrows the request, which is rewritten below.
+    // headerAction: the weighted backend service's, then the route rule's (url_map/header_action.rs).
+    let header_actions = [
+        fwd.service_headers.get(at).cloned().flatten(),
+        fwd.headers.clone(),
+    ];
+    let (mirror_to, route_timeout) = (fwd.mirror, fwd.timeout);
+    // faultInjectionPolicy.abort: that share of requests is answered here with its status.
+    if let Some((status, percent)) = fwd.abort {
+        if rand::random::<f64>() * 100.0 < percent {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+            return (
+                local(status, format!("{status}: fault filter abort\n")),
+                Some(bs),
+            );
+        }
+    }
     if let Some(r) = rec.as_mut() {
         r.backend_service = bs.key.clone();
     }
@@ -373,6 +392,12 @@ async fn forward(
     for (name, v) in edge.headers {
         headers.insert(name, v);
     }
+    for ha in header_actions.iter().flatten() {
+        ha.apply_request(headers);
+    }
+    if let Some((mirror, percent)) = mirror_to {
+        mirror::spawn(&fe.services[mirror], &req, percent);
+    }
     // HTTP/2 backends (gRPC): `te: trailers` goes through, and timeoutSec bounds the whole
     // stream (grpc.rs). Nothing of this runs for HTTP and HTTPS backends.
     let stream_start = if bs.protocol == BackendProtocol::Http2 {
@@ -391,12 +416,15 @@ async fn forward(
     // Pinned here, in this future's state: handed to the timeout by value, the send future
     // (1.7 KiB) was stored twice more and copied on every request.
     let send = std::pin::pin!(ctx.upstream.send(bs.protocol, &ep, req));
-    let sent = ctx.timer.timeout(bs.timeout, send).await;
+    // A route action's `timeout` replaces the backend service's `timeoutSec`.
+    let limit = route_timeout.unwrap_or(bs.timeout);
+    let sent = ctx.timer.timeout(limit, send).await;
     let mut resp = match sent {
         Err(_) => {
             let why = format!(
-                "endpoint {} did not answer within timeoutSec={} of backend service {}",
+                "endpoint {} did not answer within {:?} (timeoutSec={} of backend service {}, or the route's timeout)",
                 ep.addr,
+                limit,
                 bs.timeout.as_secs(),
                 bs.key
             );
@@ -467,6 +495,9 @@ async fn forward(
         if let Ok(v) = HeaderValue::from_str(&expand(template, conn, version)) {
             h.insert(name.clone(), v);
         }
+    }
+    for ha in header_actions.iter().flatten() {
+        ha.apply_response(h);
     }
     if pick.set_cookie {
         if let Ok(v) = HeaderValue::from_str(&bs.affinity_cookie(&ep)) {

@@ -8,6 +8,7 @@
 
 mod certs;
 mod custom;
+pub mod network_services;
 mod projects;
 pub(crate) mod route;
 pub mod version;
@@ -128,6 +129,8 @@ pub struct Emulator {
     /// `project/requestId` -> key of the Operation it produced.
     request_ids: Mutex<std::collections::HashMap<String, String>>,
     scheduled_certs: Mutex<HashSet<ResourceKey>>,
+    /// Network Services API Operations by name (`network_services`).
+    ns_operations: Mutex<std::collections::HashMap<String, Value>>,
     /// Control-plane metrics.
     pub metrics: crate::metrics::Metrics,
 }
@@ -176,6 +179,7 @@ impl Emulator {
             pending_certs: Mutex::new(pending),
             request_ids: Mutex::new(std::collections::HashMap::new()),
             scheduled_certs: Mutex::new(HashSet::new()),
+            ns_operations: Mutex::new(std::collections::HashMap::new()),
             metrics: crate::metrics::Metrics::default(),
         });
         if let Some(wanted) = emu.publish_wanted.clone() {

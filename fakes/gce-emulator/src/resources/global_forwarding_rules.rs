@@ -1,4 +1,4 @@
-//! `globalForwardingRules`: an IP address and port in front of a target HTTP(S) proxy. The data
+//! `globalForwardingRules`: an IP address and port in front of a target HTTP(S), TCP or SSL proxy. The data
 //! plane opens a real listener for each. `IPAddress` may be omitted (an ephemeral address is
 //! allocated), name a reserved global address by URL or name, or give a reserved address's IP.
 
@@ -12,7 +12,13 @@ use crate::resources::{collection_of_key, Prepare};
 use crate::snapshot::key_in_project;
 use crate::validate::{self, Obj};
 
-/// Validates a global forwarding rule: `target` (a target HTTP or HTTPS proxy, required),
+/// Ports a classic (`EXTERNAL`) proxy Network Load Balancer accepts.
+const CLASSIC_PROXY_PORTS: &[u16] = &[
+    25, 43, 110, 143, 195, 443, 465, 587, 700, 993, 995, 1883, 3389, 5222, 5432, 5671, 5672, 5900,
+    5901, 6379, 8085, 8099, 9092, 9200, 9300,
+];
+
+/// Validates a global forwarding rule: `target` (a target HTTP, HTTPS, TCP or SSL proxy, required),
 /// `portRange` (80 or 8080 for HTTP proxies, 443 for HTTPS proxies, as classic external
 /// load balancers allow), `IPProtocol` TCP, scheme EXTERNAL or EXTERNAL_MANAGED; the
 /// (address, port) pair must be free.
@@ -58,10 +64,16 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
             r,
             "resource",
             "target",
-            &["targetHttpProxies", "targetHttpsProxies"],
+            &[
+                "targetHttpProxies",
+                "targetHttpsProxies",
+                "targetTcpProxies",
+                "targetSslProxies",
+            ],
         )?
         .ok_or_else(|| ApiError::required("resource.target"))?;
     let https = target.contains("/targetHttpsProxies/");
+    let stream = target.contains("/targetTcpProxies/") || target.contains("/targetSslProxies/");
     let port_range = match r.get("portRange") {
         None | Some(Value::Null) => if https { "443" } else { "80" }.to_string(),
         Some(Value::String(s)) => s.clone(),
@@ -81,9 +93,16 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
             "Must be a single port such as 80 or 80-80.",
         )
     })?;
+    let managed =
+        validate::opt_str(r, "resource", "loadBalancingScheme")? == Some("EXTERNAL_MANAGED");
     let allowed: &[u16] = if https { &[443] } else { &[80, 8080] };
-    if !allowed.contains(&port) {
-        let kind = if https {
+    // Proxy Network Load Balancers: any port with EXTERNAL_MANAGED, the classic list with
+    // EXTERNAL ("Proxy Network Load Balancer overview", port specifications).
+    let stream_ok = managed || CLASSIC_PROXY_PORTS.contains(&port);
+    if (stream && !stream_ok) || (!stream && !allowed.contains(&port)) {
+        let kind = if stream {
+            "target TCP or SSL proxy with the EXTERNAL scheme: 25, 43, 110, 143, 195, 443, 465, 587, 700, 993, 995, 1883, 3389, 5222, 5432, 5671, 5672, 5900, 5901, 6379, 8085, 8099, 9092, 9200, 9300"
+        } else if https {
             "target HTTPS proxy: 443"
         } else {
             "target HTTP proxy: 80, 8080"

@@ -17,6 +17,9 @@ pub mod ssl_certificates;
 pub mod ssl_policies;
 pub mod target_http_proxies;
 pub mod target_https_proxies;
+pub mod target_ssl_proxies;
+pub mod target_tcp_proxies;
+pub mod tls_routes;
 pub mod url_maps;
 pub mod zones;
 
@@ -212,6 +215,26 @@ pub static COLLECTIONS: &[Collection] = &[
         fp = true,
         lfp = false,
         upd = true,
+        w = true
+    ),
+    coll!(
+        "targetTcpProxies",
+        "targetTcpProxies",
+        "targetTcpProxy",
+        Scope::Global,
+        fp = false,
+        lfp = false,
+        upd = false,
+        w = true
+    ),
+    coll!(
+        "targetSslProxies",
+        "targetSslProxies",
+        "targetSslProxy",
+        Scope::Global,
+        fp = false,
+        lfp = false,
+        upd = false,
         w = true
     ),
     coll!(
@@ -476,6 +499,8 @@ pub fn prepare(coll: &Collection, cx: &Prepare<'_>, body: &mut Obj) -> Result<()
         "sslPolicies" => ssl_policies::prepare(cx, body),
         "targetHttpProxies" => target_http_proxies::prepare(cx, body),
         "targetHttpsProxies" => target_https_proxies::prepare(cx, body),
+        "targetTcpProxies" => target_tcp_proxies::prepare(cx, body),
+        "targetSslProxies" => target_ssl_proxies::prepare(cx, body),
         "addresses" => global_addresses::prepare(cx, body),
         "forwardingRules" => global_forwarding_rules::prepare(cx, body),
         _ => Err(ApiError::new(
@@ -563,6 +588,10 @@ pub fn setter(segment: &str, verb: &str) -> Option<&'static [&'static str]> {
         ("targetHttpsProxies", "setQuicOverride") => &["quicOverride"],
         ("targetHttpsProxies" | "targetHttpProxies", "setCertificateMap") => return None,
         ("forwardingRules", "setTarget") => &["target"],
+        ("targetTcpProxies" | "targetSslProxies", "setBackendService") => &["service"],
+        ("targetTcpProxies" | "targetSslProxies", "setProxyHeader") => &["proxyHeader"],
+        ("targetSslProxies", "setSslCertificates") => &["sslCertificates"],
+        ("targetSslProxies", "setSslPolicy") => &["sslPolicy"],
         ("forwardingRules" | "addresses" | "securityPolicies" | "instances", "setLabels") => {
             &["labels"]
         }

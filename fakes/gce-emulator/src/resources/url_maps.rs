@@ -484,6 +484,7 @@ pub fn route(um: &Value, host: &str, path: &str) -> Option<String> {
     let host = host.split(':').next().unwrap_or(host);
     let path = normalize_path(path);
     let route = table.route(&RequestView {
+        method: "GET",
         host,
         path: &path,
         query,

@@ -1,8 +1,14 @@
 //! What a matched rule does: forward to weighted backend services (with an optional
-//! `urlRewrite`) or redirect (Compute API reference: `HttpRouteAction`, `HttpRedirectAction`).
+//! `urlRewrite`, `headerAction`, `timeout`, `requestMirrorPolicy` and
+//! `faultInjectionPolicy.abort`) or redirect (Compute API reference: `HttpRouteAction`,
+//! `HttpRedirectAction`, `HttpFaultInjection`).
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
+use super::header_action::HeaderAction;
 use super::{arr, s, Compiler};
 
 /// What a matched rule does with a request.
@@ -22,27 +28,54 @@ pub enum RouteAction {
 pub struct Forward {
     /// (backend service index, weight); weights sum to `total_weight` (> 0).
     pub services: Vec<(usize, u32)>,
+    /// `weightedBackendServices[].headerAction`, parallel to `services`.
+    pub service_headers: Vec<Option<Arc<HeaderAction>>>,
     /// Sum of the weights.
     pub total_weight: u32,
     /// `routeAction.urlRewrite`.
     pub rewrite: Option<UrlRewrite>,
+    /// The rule's `headerAction` (route rules only).
+    pub headers: Option<Arc<HeaderAction>>,
+    /// `routeAction.timeout`: replaces the backend service's `timeoutSec` for this route.
+    pub timeout: Option<Duration>,
+    /// `routeAction.requestMirrorPolicy`: (backend service index, `mirrorPercent` 0-100).
+    pub mirror: Option<(usize, f64)>,
+    /// `routeAction.faultInjectionPolicy.abort`: (`httpStatus`, `percentage` 0-100) of
+    /// requests answered by the load balancer with that status instead of being forwarded.
+    pub abort: Option<(u16, f64)>,
 }
 
 impl Forward {
-    /// The backend service for a random draw `r` (any u32): weighted choice.
-    pub fn pick(&self, r: u32) -> usize {
+    /// The position in `services` for a random draw `r` (any u32): weighted choice.
+    pub fn pick_at(&self, r: u32) -> usize {
         if self.services.len() == 1 {
-            return self.services[0].0;
+            return 0;
         }
         let mut x = r % self.total_weight;
-        for (idx, w) in &self.services {
+        for (i, (_, w)) in self.services.iter().enumerate() {
             if x < *w {
-                return *idx;
+                return i;
             }
             x -= w;
         }
-        self.services[0].0
+        0
     }
+
+    /// The backend service for a random draw `r` (any u32): weighted choice.
+    pub fn pick(&self, r: u32) -> usize {
+        self.services[self.pick_at(r)].0
+    }
+}
+
+/// A `google.protobuf.Duration` as the Compute API writes it: `{"seconds": "10", "nanos": 0}`.
+fn duration(v: &Value) -> Option<Duration> {
+    let secs = v
+        .get("seconds")
+        .and_then(|x| x.as_u64().or_else(|| x.as_str()?.parse().ok()))
+        .unwrap_or(0);
+    let nanos = v.get("nanos").and_then(Value::as_u64).unwrap_or(0);
+    let d = Duration::from_secs(secs) + Duration::from_nanos(nanos);
+    (!d.is_zero()).then_some(d)
 }
 
 /// `urlRewrite` of a route action.
@@ -124,11 +157,13 @@ impl Compiler<'_, '_> {
         let ra = v.get(route_action);
         let rewrite = parse_rewrite(ra);
         let mut services = Vec::new();
+        let mut service_headers = Vec::new();
         if let Some(url) = s(v, service) {
             match (self.resolve)(url) {
                 Ok(i) => services.push((i, 1)),
                 Err(e) => return RouteAction::Unavailable(e),
             }
+            service_headers.push(None);
         } else if let Some(ra) = ra {
             for w in arr(ra, "weightedBackendServices") {
                 let Some(url) = s(w, "backendService") else {
@@ -136,8 +171,26 @@ impl Compiler<'_, '_> {
                 };
                 let weight = w.get("weight").and_then(Value::as_u64).unwrap_or(1) as u32;
                 match (self.resolve)(url) {
-                    Ok(i) if weight > 0 => services.push((i, weight)),
+                    Ok(i) if weight > 0 => {
+                        services.push((i, weight));
+                        service_headers.push(HeaderAction::compile(w).map(Arc::new));
+                    }
                     Ok(_) => {}
+                    Err(e) => return RouteAction::Unavailable(e),
+                }
+            }
+        }
+        let mut mirror = None;
+        if let Some(m) = ra.and_then(|ra| ra.get("requestMirrorPolicy")) {
+            if let Some(url) = s(m, "backendService") {
+                match (self.resolve)(url) {
+                    Ok(i) => {
+                        let pct = m
+                            .get("mirrorPercent")
+                            .and_then(Value::as_f64)
+                            .unwrap_or(100.0);
+                        mirror = Some((i, pct));
+                    }
                     Err(e) => return RouteAction::Unavailable(e),
                 }
             }
@@ -151,8 +204,21 @@ impl Compiler<'_, '_> {
         let total_weight = services.iter().map(|(_, w)| w).sum();
         RouteAction::Forward(Forward {
             services,
+            service_headers,
             total_weight,
             rewrite,
+            headers: HeaderAction::compile(v).map(Arc::new),
+            timeout: ra.and_then(|ra| ra.get("timeout")).and_then(duration),
+            mirror,
+            abort: ra
+                .and_then(|ra| ra.pointer("/faultInjectionPolicy/abort"))
+                .and_then(|a| {
+                    let status = u16::try_from(a.get("httpStatus")?.as_u64()?).ok()?;
+                    Some((
+                        status,
+                        a.get("percentage").and_then(Value::as_f64).unwrap_or(0.0),
+                    ))
+                }),
         })
     }
 }

@@ -31,9 +31,31 @@ impl StringMatch {
     }
 }
 
+/// What a header match reads: a header, or the pseudo-headers `:method` and `:authority`
+/// ("For matching a request's method, use the headerName `:method`": Compute API reference,
+/// `HttpHeaderMatch.headerName`).
+#[derive(Debug)]
+pub(super) enum HeaderKey {
+    Header(http::HeaderName),
+    Method,
+    Authority,
+}
+
+impl HeaderKey {
+    pub(super) fn parse(name: &str) -> Option<HeaderKey> {
+        match name {
+            ":method" => Some(HeaderKey::Method),
+            ":authority" => Some(HeaderKey::Authority),
+            n => http::HeaderName::from_bytes(n.as_bytes())
+                .ok()
+                .map(HeaderKey::Header),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(super) struct HeaderMatch {
-    pub(super) name: http::HeaderName,
+    pub(super) name: HeaderKey,
     pub(super) matcher: StringMatch,
     pub(super) invert: bool,
 }

@@ -8,9 +8,12 @@
 //! - path rules: `/p` matches exactly, `/p/*` matches every path starting with `/p/`; the longest
 //!   match wins (an exact match of the whole path is always the longest);
 //! - route rules: evaluated in ascending `priority`; a rule matches when any of its match rules
-//!   does; a match rule needs its path match and all header and query parameter matches;
+//!   does; a match rule needs its path match and all header and query parameter matches
+//!   (`headerName` may be the pseudo-headers `:method` and `:authority`, as the reference
+//!   allows); route actions may carry `headerAction`, `timeout` and `requestMirrorPolicy`;
 
 mod actions;
+pub mod header_action;
 mod hosts;
 mod matches;
 mod paths;
@@ -56,6 +59,8 @@ pub enum UrlMapError {
 /// The parts of a request routing looks at.
 #[derive(Debug, Clone, Copy)]
 pub struct RequestView<'a> {
+    /// Request method (`GET`), for `:method` header matches.
+    pub method: &'a str,
     /// Host without port, as sent (matched case-insensitively).
     pub host: &'a str,
     /// Path, without query.

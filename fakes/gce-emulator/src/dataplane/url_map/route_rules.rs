@@ -5,7 +5,9 @@
 use regex::Regex;
 use serde_json::Value;
 
-use super::{arr, s, Compiler, HeaderMatch, QueryMatch, RequestView, Target, UrlMapError};
+use super::{
+    arr, s, Compiler, HeaderKey, HeaderMatch, QueryMatch, RequestView, Target, UrlMapError,
+};
 
 #[derive(Debug)]
 pub(super) enum PathMatch {
@@ -58,9 +60,7 @@ impl Compiler<'_, '_> {
         };
         let mut headers = Vec::new();
         for (i, h) in arr(v, "headerMatches").iter().enumerate() {
-            let Some(name) =
-                s(h, "headerName").and_then(|n| http::HeaderName::from_bytes(n.as_bytes()).ok())
-            else {
+            let Some(name) = s(h, "headerName").and_then(HeaderKey::parse) else {
                 continue;
             };
             headers.push(HeaderMatch {
@@ -107,10 +107,25 @@ impl MatchRule {
             return false;
         }
         for h in &self.headers {
+            let name = match &h.name {
+                HeaderKey::Header(n) => n,
+                HeaderKey::Method => {
+                    if h.matcher.matches(Some(req.method)) == h.invert {
+                        return false;
+                    }
+                    continue;
+                }
+                HeaderKey::Authority => {
+                    if h.matcher.matches(Some(req.host)) == h.invert {
+                        return false;
+                    }
+                    continue;
+                }
+            };
             // Multiple values are matched joined by commas, as HTTP defines their combination.
             let mut values = req
                 .headers
-                .get_all(&h.name)
+                .get_all(name)
                 .iter()
                 .filter_map(|v| v.to_str().ok());
             let first = values.next();

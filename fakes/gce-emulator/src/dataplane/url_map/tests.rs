@@ -31,6 +31,7 @@ fn route(
         );
     }
     let r = t.route(&RequestView {
+        method: "GET",
         host,
         path,
         query,
@@ -172,6 +173,7 @@ fn redirects_and_rewrites() {
     let mut hm = HeaderMap::new();
     hm.insert("a", "b".parse().unwrap());
     let r = t.route(&RequestView {
+        method: "GET",
         host: "h",
         path: "/api/items",
         query: None,
@@ -220,8 +222,13 @@ fn errors_name_the_field() {
 fn weighted_pick_follows_weights() {
     let f = Forward {
         services: vec![(0, 1), (1, 3)],
+        service_headers: vec![None, None],
         total_weight: 4,
         rewrite: None,
+        headers: None,
+        timeout: None,
+        mirror: None,
+        abort: None,
     };
     let picks: Vec<usize> = (0..4).map(|r| f.pick(r)).collect();
     assert_eq!(picks, vec![0, 1, 1, 1]);
@@ -270,4 +277,52 @@ fn paths_are_normalized_per_rfc_3986() {
         normalize_path("/no/change"),
         std::borrow::Cow::Borrowed(_)
     ));
+}
+
+#[test]
+fn method_matches_header_actions_timeouts_mirrors_and_aborts_compile() {
+    let rule = |extra: serde_json::Value| {
+        let mut r = json!({"priority": 0, "matchRules": [{"prefixMatch": "/", "headerMatches": [{"headerName": ":method", "exactMatch": "POST"}]}],
+            "routeAction": {"weightedBackendServices": [{"backendService": bs(1), "weight": 1,
+                "headerAction": {"requestHeadersToAdd": [{"headerName": "x-b", "headerValue": "1"}]}}],
+                "timeout": {"seconds": "2", "nanos": 500000000},
+                "requestMirrorPolicy": {"backendService": bs(2), "mirrorPercent": 50.0},
+                "faultInjectionPolicy": {"abort": {"httpStatus": 500, "percentage": 25.0}}},
+            "headerAction": {"responseHeadersToRemove": ["server"]}});
+        if let (Some(o), Some(e)) = (r.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        r
+    };
+    let t = table(json!({
+        "defaultService": bs(0),
+        "hostRules": [{"hosts": ["*"], "pathMatcher": "m"}],
+        "pathMatchers": [{"name": "m", "defaultService": bs(0), "routeRules": [rule(json!({}))]}],
+    }));
+    let h = HeaderMap::new();
+    let view = |method| RequestView {
+        method,
+        host: "h",
+        path: "/x",
+        query: None,
+        headers: &h,
+    };
+    let post = t.route(&view("POST"));
+    let RouteAction::Forward(f) = post.action else {
+        panic!("{:?}", post.action)
+    };
+    assert_eq!(f.services, vec![(1, 1)]);
+    assert_eq!(f.timeout, Some(std::time::Duration::from_millis(2500)));
+    assert_eq!(f.mirror, Some((2, 50.0)));
+    assert_eq!(f.abort, Some((500, 25.0)));
+    assert_eq!(
+        f.service_headers[0].as_ref().unwrap().request_add[0].name,
+        "x-b"
+    );
+    assert_eq!(f.headers.as_ref().unwrap().response_remove[0], "server");
+    let get = t.route(&view("GET"));
+    assert_eq!(
+        get.rule, "pathMatchers[m].defaultService",
+        ":method GET does not match POST"
+    );
 }
