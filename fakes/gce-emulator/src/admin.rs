@@ -1,7 +1,7 @@
 //! The admin API under `/_emulator/` (see docs/emulator.md):
 //! `POST reset`; `GET state`; `GET|POST|DELETE faults`, `DELETE faults/{id}`;
 //! `GET|DELETE calls`; `GET|PUT|DELETE slow-cloud`; `GET listeners`; `GET ca.pem`;
-//! `GET health`; `GET metrics`.
+//! `GET health`; `GET metrics`; `POST explain` (dataplane/explain.rs).
 
 use std::sync::Arc;
 
@@ -34,6 +34,24 @@ pub fn router() -> Router<Arc<Emulator>> {
         .route("/ca.pem", get(ca_pem))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
+        .route("/explain", post(explain))
+}
+
+/// `POST /_emulator/explain` with an [`ExplainRequest`](crate::dataplane::explain::ExplainRequest):
+/// the data plane's path for that request; 400 naming the field at fault.
+async fn explain(State(emu): State<Arc<Emulator>>, body: axum::body::Bytes) -> Response {
+    let req: crate::dataplane::explain::ExplainRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return bad(&format!("explain request: {e}")),
+    };
+    let Some(dp) = emu.dataplane.get() else {
+        return bad("the data plane is not running");
+    };
+    let snap = emu.subscribe().borrow().clone();
+    match crate::dataplane::explain::explain(&dp.frontends(), &snap, &emu.health, &req) {
+        Ok(ex) => Json(ex).into_response(),
+        Err(e) => bad(&e.to_string()),
+    }
 }
 
 async fn reset(State(emu): State<Arc<Emulator>>) -> Json<Value> {

@@ -17,6 +17,7 @@ pub mod calls;
 pub mod dataplane;
 pub mod emulator;
 pub mod errors;
+pub mod explain_cli;
 pub mod faults;
 pub mod filter;
 pub mod health_state;

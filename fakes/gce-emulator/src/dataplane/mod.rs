@@ -14,6 +14,7 @@ pub mod backend_service;
 pub mod coarse_timer;
 pub mod compile;
 pub mod draining;
+pub mod explain;
 pub mod firewall;
 pub mod grpc;
 pub mod grpc_health;
@@ -85,6 +86,7 @@ pub struct ListenerInfo {
 
 struct Shared {
     listeners: ArcSwap<Vec<ListenerInfo>>,
+    frontends: ArcSwap<BTreeMap<ResourceKey, Arc<compile::Frontend>>>,
     metrics: Arc<Metrics>,
 }
 
@@ -107,6 +109,7 @@ impl DataPlane {
     ) -> DataPlane {
         let shared = Arc::new(Shared {
             listeners: ArcSwap::from_pointee(Vec::new()),
+            frontends: ArcSwap::from_pointee(BTreeMap::new()),
             metrics: Arc::new(Metrics::default()),
         });
         let stop = CancellationToken::new();
@@ -154,6 +157,12 @@ impl DataPlane {
     /// Every open listener, sorted by forwarding rule.
     pub fn listeners(&self) -> Vec<ListenerInfo> {
         self.shared.listeners.load().as_ref().clone()
+    }
+
+    /// The compiled frontend of every forwarding rule, as requests see them now (for
+    /// [`explain`] and the dashboard).
+    pub fn frontends(&self) -> Arc<BTreeMap<ResourceKey, Arc<compile::Frontend>>> {
+        self.shared.frontends.load_full()
     }
 
     /// Data plane metrics in the Prometheus text exposition format.
@@ -296,6 +305,7 @@ impl Manager {
             .collect();
         infos.sort_by(|a, b| a.forwarding_rule.cmp(&b.forwarding_rule));
         self.shared.listeners.store(Arc::new(infos));
+        self.shared.frontends.store(Arc::new(compiled.frontends));
     }
 }
 

@@ -187,7 +187,8 @@ fn request_host(req: &Request<Incoming>) -> Option<HeaderValue> {
     }
 }
 
-fn strip_port(host: &str) -> &str {
+/// `host` without its `:port` (an IPv6 literal keeps its brackets).
+pub(crate) fn strip_port(host: &str) -> &str {
     if host.starts_with('[') {
         return host
             .split_once(']')

@@ -303,6 +303,50 @@ impl World {
     }
 }
 
+impl World {
+    /// What `explain` says of `GET url` with `headers` on forwarding rule `rule`.
+    pub fn explain(
+        &self,
+        rule: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+    ) -> gce_emulator::dataplane::explain::Explanation {
+        let req = gce_emulator::dataplane::explain::ExplainRequest {
+            url: url.to_string(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            forwarding_rule: Some(rule.to_string()),
+            ..Default::default()
+        };
+        gce_emulator::dataplane::explain::explain(
+            &self.dp.frontends(),
+            &self.snap,
+            &self.health,
+            &req,
+        )
+        .unwrap_or_else(|e| panic!("explain {url}: {e}"))
+    }
+
+    /// The backend (`a` for backend service `bs-a`) `explain` names for `url`, and the rule
+    /// that came closest when a default decided.
+    pub fn explained_backend(
+        &self,
+        rule: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+    ) -> (String, Option<String>) {
+        let ex = self.explain(rule, url, headers);
+        let bs = ex.backend_service.unwrap_or_default();
+        let name = bs.rsplit('/').next().unwrap_or("");
+        (
+            name.strip_prefix("bs-").unwrap_or(name).to_string(),
+            ex.routing.closest.map(|c| c.rule),
+        )
+    }
+}
+
 /// An HTTP client resolving `hosts` to the listener's IP (port from the URL).
 pub fn client(l: &ListenerInfo, hosts: &[&str]) -> reqwest::Client {
     let mut b = reqwest::Client::builder()
