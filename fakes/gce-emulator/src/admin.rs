@@ -1,7 +1,8 @@
 //! The admin API under `/_emulator/` (see docs/emulator.md):
 //! `POST reset`; `GET state`; `GET|POST|DELETE faults`, `DELETE faults/{id}`;
 //! `GET|DELETE calls`; `GET|PUT|DELETE slow-cloud`; `GET listeners`; `GET ca.pem`;
-//! `GET health`; `GET metrics`; `POST explain` (dataplane/explain.rs).
+//! `GET health`; `GET metrics`; `POST explain` (dataplane/explain.rs); `GET dashboard`
+//! (dashboard/).
 
 use std::sync::Arc;
 
@@ -17,7 +18,7 @@ use crate::faults::FaultRule;
 
 /// Routes of the admin API (nested under `/_emulator`).
 pub fn router() -> Router<Arc<Emulator>> {
-    Router::new()
+    crate::dashboard::routes(Router::new())
         .route("/reset", post(reset))
         .route("/state", get(state))
         .route(

@@ -14,6 +14,7 @@ pub mod api;
 pub mod batch;
 pub mod ca;
 pub mod calls;
+pub mod dashboard;
 pub mod dataplane;
 pub mod emulator;
 pub mod errors;

@@ -87,6 +87,7 @@ pub struct ListenerInfo {
 struct Shared {
     listeners: ArcSwap<Vec<ListenerInfo>>,
     frontends: ArcSwap<BTreeMap<ResourceKey, Arc<compile::Frontend>>>,
+    access_log: Option<PathBuf>,
     metrics: Arc<Metrics>,
 }
 
@@ -110,6 +111,7 @@ impl DataPlane {
         let shared = Arc::new(Shared {
             listeners: ArcSwap::from_pointee(Vec::new()),
             frontends: ArcSwap::from_pointee(BTreeMap::new()),
+            access_log: config.access_log.clone(),
             metrics: Arc::new(Metrics::default()),
         });
         let stop = CancellationToken::new();
@@ -163,6 +165,11 @@ impl DataPlane {
     /// [`explain`] and the dashboard).
     pub fn frontends(&self) -> Arc<BTreeMap<ResourceKey, Arc<compile::Frontend>>> {
         self.shared.frontends.load_full()
+    }
+
+    /// The access log file (`--access-log`), if any.
+    pub fn access_log_path(&self) -> Option<PathBuf> {
+        self.shared.access_log.clone()
     }
 
     /// Data plane metrics in the Prometheus text exposition format.
