@@ -167,6 +167,66 @@ impl Backend {
     }
 }
 
+/// The real `gce-emulator` binary, killed on drop.
+pub struct EmulatorProcess {
+    child: std::process::Child,
+    /// Its API root without the trailing slash, e.g. `http://127.0.0.1:PORT`.
+    pub base: String,
+}
+
+impl Drop for EmulatorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `gce-emulator --listen 127.0.0.1:0 --port-map 80=0,443=0 ARGS` and reads its URL.
+pub fn start_emulator(args: &[&std::ffi::OsStr]) -> EmulatorProcess {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gce-emulator"))
+        .args(["--listen", "127.0.0.1:0", "--port-map", "80=0,443=0"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start gce-emulator");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line.trim().trim_end_matches('/').to_string();
+    assert!(
+        base.starts_with("http://127.0.0.1:"),
+        "first stdout line: {line:?}"
+    );
+    EmulatorProcess { child, base }
+}
+
+/// `method` on `{api}/{path}` with `body`; asserts success and waits for a pending operation.
+pub async fn compute_call(
+    http: &reqwest::Client,
+    api: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+) -> Value {
+    let r = http
+        .request(method, format!("{api}/{path}"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let v: Value = r.json().await.unwrap();
+    assert!(status.is_success(), "{path}: {v}");
+    if v["kind"] == "compute#operation" && v["status"] != "DONE" {
+        let link = v["selfLink"].as_str().unwrap();
+        http.post(format!("{link}/wait")).send().await.unwrap();
+    }
+    v
+}
+
 /// A random load balancer address in 127.200.0.0/16 so parallel tests do not collide.
 pub fn lb_ip() -> IpAddr {
     let r: u32 = rand::random();
