@@ -30,6 +30,8 @@ deps: native-deps
 	@$(CARGO) nextest --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-nextest
 	@command -v umoci >/dev/null && command -v skopeo >/dev/null || { apt-get update -qq && apt-get install -y -qq umoci skopeo; } \
 	  || { echo "umoci and skopeo are required by the image test: apt-get install umoci skopeo"; exit 1; }
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; } \
+	  || { echo "chromium is required by the dashboard's browser test: apt-get install chromium"; exit 1; }
 
 ## Bring up the local Kubernetes API, the Compute emulator and the operator, apply
 ## docs/examples/, and send real requests through the emulated load balancer.

@@ -54,9 +54,10 @@ PORT_MAP=()
 [[ $EUID == 0 ]] || PORT_MAP=(--port-map 80=0,443=0)
 
 echo "== starting the Compute Engine API emulator (VPC firewall rules enforced)"
-start gce-emulator "$BIN/gce-emulator" --listen 127.0.0.1:0 "${PORT_MAP[@]}"
+start gce-emulator "$BIN/gce-emulator" --listen 127.0.0.1:0 --access-log "$WORK/access.log" "${PORT_MAP[@]}"
 COMPUTE_URL=$(head -n1 "$WORK/gce-emulator.out")
 echo "   $COMPUTE_URL"
+echo "   dashboard: ${COMPUTE_URL}_emulator/dashboard (live topology and health; docs/dashboard.md)"
 
 # The local kubelet registers its Node as a Compute Engine instance (zone, Pod CIDR as an alias
 # IP range, the cluster's network tag), as a GKE node pool creates its VMs.
@@ -173,5 +174,12 @@ for vm in get(f"zones/{zone}/instances").get("items", []):
     pods = ",".join(a["ipCidrRange"] for a in nic.get("aliasIpRanges", []))
     print(f"   instance {vm['name']}  {nic.get('networkIP')}, Pod range {pods}, tags {','.join(vm.get('tags', {}).get('items', []))}")
 PY
+echo "== why /no-such-page got a 404: gce-emulator explain (docs/dashboard.md)"
+"$BIN/gce-emulator" explain "http://your-store.example/no-such-page" --emulator "$COMPUTE_URL" --ip "$IP" | sed 's/^/   /'
 echo
 echo "The demo worked: requests flowed through the emulated Google Cloud load balancer."
+echo "Dashboard: ${COMPUTE_URL}_emulator/dashboard"
+if [[ ${DEMO_KEEP:-0} == 1 ]]; then
+  echo "DEMO_KEEP=1: everything keeps running (open the dashboard); Ctrl-C stops it."
+  wait
+fi

@@ -41,6 +41,9 @@ fn demo_routes_requests_and_stops_everything_it_started() -> Result<()> {
         "/discounted    -> 200  answered by discounted-products-",
         "/no-such-page  -> 404  answered by default backend - 404",
         "The demo worked",
+        // The dashboard's URL, and explain naming the rule closest to the 404's path.
+        "Dashboard: http://127.0.0.1:",
+        "closest rule",
     ] {
         assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
     }

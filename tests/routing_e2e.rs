@@ -387,10 +387,10 @@ const EDGE_ROWS: &[Row] = &[
     ),
 ];
 
-/// The service that answered `GET path` with `Host: host` through `socket`. The request is
-/// written by hand: HTTP clients resolve dot segments before sending, and these rows are about
-/// what the load balancer does with them.
-fn answered_by(socket: &str, host: &str, path: &str) -> Result<String> {
+/// The echo JSON of `GET path` with `Host: host` through `socket`. The request is written by
+/// hand: HTTP clients resolve dot segments before sending, and these rows are about what the
+/// load balancer does with them.
+fn echo(socket: &str, host: &str, path: &str) -> Result<Value> {
     use std::io::{Read, Write};
     let mut tcp = std::net::TcpStream::connect(socket)?;
     tcp.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
@@ -407,21 +407,50 @@ fn answered_by(socket: &str, host: &str, path: &str) -> Result<String> {
         (Some(a), Some(b)) if a < b => &text[a..=b],
         _ => return Err(anyhow!("no echo JSON from {host}{path}: {text}")),
     };
-    let v: Value = serde_json::from_str(json)
-        .map_err(|e| anyhow!("{host}{path}: not echo JSON ({e}): {text}"))?;
+    serde_json::from_str(json).map_err(|e| anyhow!("{host}{path}: not echo JSON ({e}): {text}"))
+}
+
+/// The service that answered `GET path` with `Host: host` through `socket`.
+fn answered_by(socket: &str, host: &str, path: &str) -> Result<String> {
+    let v = echo(socket, host, path)?;
     let pod = v["pod"].as_str().unwrap_or_default();
     Ok(pod.strip_suffix("-0").unwrap_or(pod).to_string())
 }
 
-/// Checks every row through `socket`; returns the failures.
-fn check(socket: &str, rows: &[Row], label: &str) -> Result<Vec<String>> {
+/// Checks every row through `socket`; returns the failures. Each row is also explained
+/// (`POST /_emulator/explain`): the endpoint explain names must be the one that answered, and
+/// a row served by a URL map default must name the rule that came closest.
+fn check(sys: &System, socket: &str, rows: &[Row], label: &str) -> Result<Vec<String>> {
     let mut failures = Vec::new();
+    let ip = socket.rsplit_once(':').map_or(socket, |(ip, _)| ip);
     for r in rows {
-        let got = answered_by(socket, r.host, r.path)?;
+        let v = echo(socket, r.host, r.path)?;
+        let pod = v["pod"].as_str().unwrap_or_default();
+        let got = pod.strip_suffix("-0").unwrap_or(pod);
         if got != r.want {
             failures.push(format!(
                 "[{label}] {}{}: got {got}, want {} ({})",
                 r.host, r.path, r.want, r.note
+            ));
+        }
+        let ex = sys.compute_post(
+            "_emulator/explain",
+            &serde_json::json!({"url": format!("http://{}{}", r.host, r.path), "ipAddress": ip}),
+        )?;
+        let answered = format!("{}:{}", v["podIP"].as_str().unwrap_or("?"), v["port"]);
+        if ex["endpoint"]["address"].as_str() != Some(answered.as_str()) {
+            failures.push(format!(
+                "[{label} explain] {}{}: explain says {}, answered by {answered}: {ex}",
+                r.host, r.path, ex["endpoint"]["address"]
+            ));
+        }
+        let by_default = ex["routing"]["matched"]
+            .as_str()
+            .is_some_and(|m| m.ends_with("defaultService"));
+        if by_default && !ex["routing"]["closest"]["rule"].is_string() {
+            failures.push(format!(
+                "[{label} explain] {}{}: a default served it and no closest rule is named: {ex}",
+                r.host, r.path
             ));
         }
     }
@@ -484,7 +513,7 @@ fn reference_tables_and_adversarial_rows_route_as_kubernetes_defines_in_any_orde
     let mut failures = Vec::new();
     let mut maps = Vec::new();
     for ((name, _, rows), socket) in tables.iter().zip(&sockets) {
-        failures.extend(check(socket, rows, name)?);
+        failures.extend(check(&sys, socket, rows, name)?);
         maps.push(url_map(&sys, name)?);
     }
 
@@ -499,7 +528,7 @@ fn reference_tables_and_adversarial_rows_route_as_kubernetes_defines_in_any_orde
     })
     .with_context(|| sys.logs())?;
     for (((name, _, rows), socket), map) in tables.iter().zip(&sockets).zip(&maps) {
-        failures.extend(check(socket, rows, &format!("{name} reversed"))?);
+        failures.extend(check(&sys, socket, rows, &format!("{name} reversed"))?);
         let again = url_map(&sys, name)?;
         assert_eq!(
             again["fingerprint"], map["fingerprint"],

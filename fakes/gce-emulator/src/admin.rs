@@ -3,7 +3,8 @@
 //! `GET|DELETE calls`; `GET|PUT|DELETE slow-cloud`; `GET listeners`; `GET ca.pem`;
 //! `GET health`; `GET metrics`; `GET|DELETE logs` (request logs, `logging_api`); `GET|PUT
 //! regions` (Cloud Armor's `origin.region_code`); `GET|PUT iap/accessors`,
-//! `GET iap/public_key-jwk` (IAP).
+//! `GET iap/public_key-jwk` (IAP); `POST explain`
+//! (dataplane/explain.rs); `GET dashboard` (dashboard/).
 
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ use crate::faults::FaultRule;
 
 /// Routes of the admin API (nested under `/_emulator`).
 pub fn router() -> Router<Arc<Emulator>> {
-    Router::new()
+    crate::dashboard::routes(Router::new())
         .route("/reset", post(reset))
         .route("/state", get(state))
         .route(
@@ -43,6 +44,24 @@ pub fn router() -> Router<Arc<Emulator>> {
             "/logs",
             get(crate::logging_api::admin_list).delete(crate::logging_api::admin_clear),
         )
+        .route("/explain", post(explain))
+}
+
+/// `POST /_emulator/explain` with an [`ExplainRequest`](crate::dataplane::explain::ExplainRequest):
+/// the data plane's path for that request; 400 naming the field at fault.
+async fn explain(State(emu): State<Arc<Emulator>>, body: axum::body::Bytes) -> Response {
+    let req: crate::dataplane::explain::ExplainRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return bad(&format!("explain request: {e}")),
+    };
+    let Some(dp) = emu.dataplane.get() else {
+        return bad("the data plane is not running");
+    };
+    let snap = emu.subscribe().borrow().clone();
+    match crate::dataplane::explain::explain(&dp.frontends(), &snap, &emu.health, &dp.armor(), &req) {
+        Ok(ex) => Json(ex).into_response(),
+        Err(e) => bad(&e.to_string()),
+    }
 }
 
 async fn reset(State(emu): State<Arc<Emulator>>) -> Json<Value> {

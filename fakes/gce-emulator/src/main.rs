@@ -25,6 +25,10 @@ async fn main() -> anyhow::Result<()> {
     // A workspace build unifies rustls features (ring from kube, aws-lc-rs from the Google
     // crates), and rustls then cannot choose a provider by itself: choose ring explicitly.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("explain") {
+        return gce_emulator::explain_cli::run(args[1..].to_vec()).await;
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),

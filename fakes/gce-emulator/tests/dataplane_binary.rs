@@ -4,43 +4,10 @@
 
 mod dataplane_support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 
-use dataplane_support::{poll, Backend};
+use dataplane_support::{compute_call, poll, start_emulator, Backend};
 use serde_json::{json, Value};
-
-struct Emulator {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Emulator {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_emulator() -> Emulator {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gce-emulator"))
-        .args(["--listen", "127.0.0.1:0", "--port-map", "80=0,443=0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start gce-emulator");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line.trim().trim_end_matches('/').to_string();
-    assert!(
-        base.starts_with("http://127.0.0.1:"),
-        "first stdout line: {line:?}"
-    );
-    Emulator { child, base }
-}
 
 fn health_states(v: &Value, out: &mut Vec<String>) {
     match v {
@@ -61,24 +28,11 @@ fn health_states(v: &Value, out: &mut Vec<String>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_balancer_built_through_the_rest_api_carries_traffic_and_reports_health() {
     let backend = Backend::start("shop").await;
-    let emu = start_emulator();
+    let emu = start_emulator(&[]);
     let api = format!("{}/compute/v1/projects/p1", emu.base);
     let http = reqwest::Client::new();
     let call = async |method: reqwest::Method, path: &str, body: Value| -> Value {
-        let r = http
-            .request(method, format!("{api}/{path}"))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status();
-        let v: Value = r.json().await.unwrap();
-        assert!(status.is_success(), "{path}: {v}");
-        if v["kind"] == "compute#operation" && v["status"] != "DONE" {
-            let link = v["selfLink"].as_str().unwrap();
-            http.post(format!("{link}/wait")).send().await.unwrap();
-        }
-        v
+        compute_call(&http, &api, method, path, body).await
     };
     use reqwest::Method;
     let z = "zones/us-central1-a";

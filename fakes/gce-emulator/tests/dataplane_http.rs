@@ -68,6 +68,9 @@ async fn host_and_path_routing_with_forwarding_headers() {
         let (status, headers, v, text) = get(&cl, &l, host, path).await;
         assert_eq!(status, 200, "{host}{path}: {text}");
         assert_eq!(backend_of(&v), want, "{host}{path}");
+        let url = format!("http://{host}{path}");
+        let (explained, _) = w.explained_backend("lb", &url, &[]);
+        assert_eq!(explained, backend_of(&v), "explain {url}");
         assert_eq!(
             v["headers"]["host"],
             format!("{host}:{}", l.local_addr.port()),
@@ -78,6 +81,18 @@ async fn host_and_path_routing_with_forwarding_headers() {
         assert_eq!(v["headers"]["via"], "1.1 google");
         assert_eq!(headers["via"], "1.1 google");
     }
+    // A default decided: explain names the rule that came closest and why it did not match.
+    let ex = w.explain("lb", "http://shop.example/cart", &[]);
+    assert_eq!(ex.routing.matched, "pathMatchers[shop].defaultService");
+    let closest = ex.routing.closest.expect("a closest rule");
+    assert_eq!(closest.rule, "pathMatchers[shop].pathRules[0] \"/cart/*\"");
+    assert!(closest.why_not.contains("/cart/"), "{closest:?}");
+    let ex = w.explain("lb", "http://shop.example/cart/checkout/pay", &[]);
+    assert_eq!(ex.endpoint.map(|e| e.address), Some(c.addr.to_string()));
+    assert_eq!(
+        ex.routing.host_rule,
+        "hostRules[0] host \"shop.example\" (exact)"
+    );
     // A client-supplied X-Forwarded-For is kept, then the client and LB addresses appended.
     let r = cl
         .get(format!("http://shop.example:{}/", l.local_addr.port()))
@@ -135,22 +150,35 @@ async fn route_rules_regex_header_query_and_rewrite() {
         .unwrap();
     let v: serde_json::Value = canary.json().await.unwrap();
     assert_eq!(backend_of(&v), "b", "header match has the higher priority");
-    assert_eq!(
-        backend_of(&get(&cl, &l, "h.example", "/items/42").await.2),
-        "c"
-    );
-    assert_eq!(
-        backend_of(&get(&cl, &l, "h.example", "/items/x").await.2),
-        "a"
-    );
+    let canary_header = [("x-canary", "yes")];
+    let (explained, _) = w.explained_backend("lb", "http://h.example/items/5", &canary_header);
+    assert_eq!(explained, "b", "explain with the canary header");
+    // (path, the backend a real request reaches, the rule explain names as closest)
+    let rows = [
+        ("/items/42", "c", None),
+        ("/items/x", "a", Some("routeRules[0]")),
+        ("/api/list?v=2", "b", None),
+        ("/api/list?v=1", "a", Some("routeRules[2]")),
+    ];
+    for (path, want, closest) in rows {
+        let (_, _, v, _) = get(&cl, &l, "h.example", path).await;
+        assert_eq!(backend_of(&v), want, "{path}");
+        let (explained, near) = w.explained_backend("lb", &format!("http://h.example{path}"), &[]);
+        assert_eq!(explained, want, "explain {path}");
+        if let Some(c) = closest {
+            let near = near.unwrap_or_default();
+            assert!(
+                near.starts_with(&format!("pathMatchers[m].{c}")),
+                "{path}: {near}"
+            );
+        }
+    }
+    let ex = w.explain("lb", "http://h.example/api/list?v=2", &[]);
+    assert_eq!(ex.rewritten_path.as_deref(), Some("/v2/list"));
+    assert_eq!(ex.rewritten_host.as_deref(), Some("backend.internal"));
     let (_, _, v, _) = get(&cl, &l, "h.example", "/api/list?v=2").await;
-    assert_eq!(backend_of(&v), "b");
     assert_eq!(v["uri"], "/v2/list?v=2");
     assert_eq!(v["headers"]["host"], "backend.internal");
-    assert_eq!(
-        backend_of(&get(&cl, &l, "h.example", "/api/list?v=1").await.2),
-        "a"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,6 +216,12 @@ async fn redirects_with_each_response_code() {
         assert_eq!(
             headers["location"],
             format!("http://r.example:{port}/new/a/b{query}")
+        );
+        let ex = w.explain("lb", &format!("http://r.example:{port}/r{i}/a/b?q=1"), &[]);
+        assert_eq!(ex.status, Some(*want));
+        assert_eq!(
+            ex.redirect_location.as_deref(),
+            headers["location"].to_str().ok()
         );
     }
     let (status, headers, _, _) = get(&cl, &l, "r.example", "/secure?x=1").await;

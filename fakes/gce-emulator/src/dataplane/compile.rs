@@ -257,13 +257,12 @@ fn signed_url_keys(snap: &Snapshot, key: &str) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-fn tls_config(
-    proxy_key: &str,
-    proxy: &Value,
-    snap: &Snapshot,
-    carry: &Carry,
-    next_tls: &mut HashMap<u64, Arc<ServerConfig>>,
-) -> Result<Arc<ServerConfig>, String> {
+/// The certificates a target HTTPS proxy serves, in `sslCertificates` order: (key, PEM chain,
+/// PEM private key). Certificates without both (MANAGED ones not yet ACTIVE) are left out.
+pub fn certificate_inputs<'s>(
+    proxy: &'s Value,
+    snap: &'s Snapshot,
+) -> Vec<(ResourceKey, &'s str, &'s str)> {
     let mut inputs = Vec::new();
     for url in proxy
         .get("sslCertificates")
@@ -285,6 +284,17 @@ fn tls_config(
             }
         }
     }
+    inputs
+}
+
+fn tls_config(
+    proxy_key: &str,
+    proxy: &Value,
+    snap: &Snapshot,
+    carry: &Carry,
+    next_tls: &mut HashMap<u64, Arc<ServerConfig>>,
+) -> Result<Arc<ServerConfig>, String> {
+    let inputs = certificate_inputs(proxy, snap);
     let policy = str_field(proxy, "sslPolicy").and_then(|u| snap.resolve(u));
     #[allow(deprecated)]
     let mut h = std::hash::SipHasher::new();

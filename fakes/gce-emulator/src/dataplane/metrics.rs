@@ -74,6 +74,15 @@ impl RequestMetrics {
     }
 }
 
+impl RequestMetrics {
+    /// Responses counted so far by class: `[1xx, 2xx, 3xx, 4xx, 5xx]` (for the dashboard).
+    pub fn counts(&self) -> [u64; 5] {
+        self.by_class
+            .as_ref()
+            .map_or([0; 5], |c| std::array::from_fn(|i| c[i].get()))
+    }
+}
+
 /// Metrics of one backend service.
 pub type BackendMetrics = RequestMetrics;
 

@@ -16,6 +16,7 @@ pub mod cdn;
 pub mod coarse_timer;
 pub mod compile;
 pub mod draining;
+pub mod explain;
 pub mod firewall;
 pub mod grpc;
 pub mod grpc_health;
@@ -90,6 +91,8 @@ pub struct ListenerInfo {
 
 struct Shared {
     listeners: ArcSwap<Vec<ListenerInfo>>,
+    frontends: ArcSwap<BTreeMap<ResourceKey, Arc<compile::Frontend>>>,
+    access_log: Option<PathBuf>,
     metrics: Arc<Metrics>,
     armor: Arc<armor::State>,
     logs: Arc<logging::Store>,
@@ -116,6 +119,8 @@ impl DataPlane {
     ) -> DataPlane {
         let shared = Arc::new(Shared {
             listeners: ArcSwap::from_pointee(Vec::new()),
+            frontends: ArcSwap::from_pointee(BTreeMap::new()),
+            access_log: config.access_log.clone(),
             metrics: Arc::new(Metrics::default()),
             armor: Arc::default(),
             logs: Arc::default(),
@@ -187,6 +192,17 @@ impl DataPlane {
     /// IAP: the signing key (its JWK set) and the identities allowed through.
     pub fn iap(&self) -> Arc<iap::State> {
         self.shared.iap.clone()
+    }
+
+    /// The compiled frontend of every forwarding rule, as requests see them now (for
+    /// [`explain`] and the dashboard).
+    pub fn frontends(&self) -> Arc<BTreeMap<ResourceKey, Arc<compile::Frontend>>> {
+        self.shared.frontends.load_full()
+    }
+
+    /// The access log file (`--access-log`), if any.
+    pub fn access_log_path(&self) -> Option<PathBuf> {
+        self.shared.access_log.clone()
     }
 
     /// Data plane metrics in the Prometheus text exposition format.
@@ -342,6 +358,7 @@ impl Manager {
         );
         infos.sort_by(|a, b| a.forwarding_rule.cmp(&b.forwarding_rule));
         self.shared.listeners.store(Arc::new(infos));
+        self.shared.frontends.store(Arc::new(compiled.frontends));
     }
 }
 

@@ -42,9 +42,9 @@ use crate::dataplane::{armor, cdn, iap, logging};
 mod edge;
 mod headers;
 
+pub(crate) use headers::strip_port;
 use headers::{
-    expand, remove_hop_by_hop, request_host, strip_port, VIA, VIA_NAME, X_FORWARDED_FOR,
-    X_FORWARDED_PROTO,
+    expand, remove_hop_by_hop, request_host, VIA, VIA_NAME, X_FORWARDED_FOR, X_FORWARDED_PROTO,
 };
 
 /// Response body: the endpoint's streamed body or a local one.

@@ -167,6 +167,66 @@ impl Backend {
     }
 }
 
+/// The real `gce-emulator` binary, killed on drop.
+pub struct EmulatorProcess {
+    child: std::process::Child,
+    /// Its API root without the trailing slash, e.g. `http://127.0.0.1:PORT`.
+    pub base: String,
+}
+
+impl Drop for EmulatorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `gce-emulator --listen 127.0.0.1:0 --port-map 80=0,443=0 ARGS` and reads its URL.
+pub fn start_emulator(args: &[&std::ffi::OsStr]) -> EmulatorProcess {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gce-emulator"))
+        .args(["--listen", "127.0.0.1:0", "--port-map", "80=0,443=0"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start gce-emulator");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line.trim().trim_end_matches('/').to_string();
+    assert!(
+        base.starts_with("http://127.0.0.1:"),
+        "first stdout line: {line:?}"
+    );
+    EmulatorProcess { child, base }
+}
+
+/// `method` on `{api}/{path}` with `body`; asserts success and waits for a pending operation.
+pub async fn compute_call(
+    http: &reqwest::Client,
+    api: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+) -> Value {
+    let r = http
+        .request(method, format!("{api}/{path}"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let v: Value = r.json().await.unwrap();
+    assert!(status.is_success(), "{path}: {v}");
+    if v["kind"] == "compute#operation" && v["status"] != "DONE" {
+        let link = v["selfLink"].as_str().unwrap();
+        http.post(format!("{link}/wait")).send().await.unwrap();
+    }
+    v
+}
+
 /// A random load balancer address in 127.200.0.0/16 so parallel tests do not collide.
 pub fn lb_ip() -> IpAddr {
     let r: u32 = rand::random();
@@ -300,6 +360,51 @@ impl World {
             (self.state(bs, &neg, addr) == Some(want)).then_some(())
         })
         .await
+    }
+}
+
+impl World {
+    /// What `explain` says of `GET url` with `headers` on forwarding rule `rule`.
+    pub fn explain(
+        &self,
+        rule: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+    ) -> gce_emulator::dataplane::explain::Explanation {
+        let req = gce_emulator::dataplane::explain::ExplainRequest {
+            url: url.to_string(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            forwarding_rule: Some(rule.to_string()),
+            ..Default::default()
+        };
+        gce_emulator::dataplane::explain::explain(
+            &self.dp.frontends(),
+            &self.snap,
+            &self.health,
+            &self.dp.armor(),
+            &req,
+        )
+        .unwrap_or_else(|e| panic!("explain {url}: {e}"))
+    }
+
+    /// The backend (`a` for backend service `bs-a`) `explain` names for `url`, and the rule
+    /// that came closest when a default decided.
+    pub fn explained_backend(
+        &self,
+        rule: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+    ) -> (String, Option<String>) {
+        let ex = self.explain(rule, url, headers);
+        let bs = ex.backend_service.unwrap_or_default();
+        let name = bs.rsplit('/').next().unwrap_or("");
+        (
+            name.strip_prefix("bs-").unwrap_or(name).to_string(),
+            ex.routing.closest.map(|c| c.rule),
+        )
     }
 }
 

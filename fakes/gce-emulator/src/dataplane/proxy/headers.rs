@@ -65,7 +65,8 @@ pub(super) fn request_host(req: &Request<Incoming>) -> Option<HeaderValue> {
     }
 }
 
-pub(super) fn strip_port(host: &str) -> &str {
+/// `host` without its `:port` (an IPv6 literal keeps its brackets).
+pub(crate) fn strip_port(host: &str) -> &str {
     if host.starts_with('[') {
         return host
             .split_once(']')

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::trace::{common_suffix, RouteTrace};
 use super::{arr, s, UrlMapError};
 
 /// Compiled host rules: path matcher indices by host.
@@ -20,6 +21,8 @@ pub(super) struct HostTable {
     /// (suffix starting with `.` or `-`, matcher), longest first.
     wildcards: Vec<(String, usize)>,
     any: Option<usize>,
+    /// (lower-case pattern, `hostRules` index), in `hostRules` order: names rules in traces.
+    patterns: Vec<(String, usize)>,
 }
 
 impl HostTable {
@@ -48,6 +51,7 @@ impl HostTable {
                     .filter(|(_, port)| port.parse::<u16>().is_ok())
                     .map_or(h, |(host, _)| host)
                     .to_ascii_lowercase();
+                t.patterns.push((h.clone(), i));
                 if h == "*" {
                     t.any.get_or_insert(idx);
                 } else if let Some(suffix) = h.strip_prefix('*') {
@@ -61,8 +65,9 @@ impl HostTable {
         Ok(t)
     }
 
-    /// The path matcher for `host` (without port), if any host rule matches it.
-    pub(super) fn matcher(&self, host: &str) -> Option<usize> {
+    /// The path matcher for `host` (without port), if any host rule matches it; records the
+    /// host rule (or the closest one) in `trace` when given.
+    pub(super) fn matcher(&self, host: &str, trace: Option<&mut RouteTrace>) -> Option<usize> {
         let lowered;
         let host = if host.bytes().any(|b| b.is_ascii_uppercase()) {
             lowered = host.to_ascii_lowercase();
@@ -71,6 +76,9 @@ impl HostTable {
             host
         };
         if let Some(&i) = self.exact.get(host) {
+            if let Some(t) = trace {
+                self.note(t, host, "exact");
+            }
             return Some(i);
         }
         let wildcard_chars = |s: &str| {
@@ -80,10 +88,48 @@ impl HostTable {
         for (suffix, i) in &self.wildcards {
             if let Some(head) = host.strip_suffix(suffix.as_str()) {
                 if wildcard_chars(head) {
+                    if let Some(t) = trace {
+                        self.note(t, &format!("*{suffix}"), "wildcard");
+                    }
                     return Some(*i);
                 }
             }
         }
+        if let Some(t) = trace {
+            if self.any.is_some() {
+                self.note(t, "*", "any host");
+            } else {
+                self.miss(t, host);
+            }
+        }
         self.any
+    }
+
+    fn note(&self, t: &mut RouteTrace, pattern: &str, how: &str) {
+        let index = self
+            .patterns
+            .iter()
+            .find(|p| p.0 == pattern)
+            .map_or(0, |p| p.1);
+        t.host_rule = format!("hostRules[{index}] host {pattern:?} ({how})");
+    }
+
+    /// No host rule matched: every pattern is a rule tried; closeness is the common suffix.
+    fn miss(&self, t: &mut RouteTrace, host: &str) {
+        t.host_rule = format!("no hostRules entry matches host {host:?}: the URL map's default");
+        for (pattern, index) in &self.patterns {
+            let why = match pattern.strip_prefix('*') {
+                Some(suffix) if host.ends_with(suffix) => {
+                    format!("the part before {suffix:?} is empty or not [a-z0-9-.]")
+                }
+                Some(suffix) => format!("host does not end with {suffix:?}"),
+                None => format!("host is not {pattern:?}"),
+            };
+            t.tried(
+                format!("hostRules[{index}] host {pattern:?}"),
+                why,
+                common_suffix(pattern, host),
+            );
+        }
     }
 }

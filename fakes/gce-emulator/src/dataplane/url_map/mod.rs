@@ -20,6 +20,7 @@ mod paths;
 mod route_rules;
 #[cfg(test)]
 mod tests;
+mod trace;
 
 use std::collections::HashMap;
 
@@ -34,6 +35,7 @@ use self::matches::*;
 pub use self::paths::normalize_path;
 use self::paths::*;
 use self::route_rules::*;
+pub use self::trace::{RouteTrace, TriedRule};
 
 /// Errors compiling a URL map. Each names the field at fault.
 #[derive(Debug, thiserror::Error)]
@@ -155,10 +157,32 @@ impl UrlMapTable {
 
     /// Routes one request. Never fails: without a matching rule the URL map's default applies.
     pub fn route<'t>(&'t self, req: &RequestView<'t>) -> Route<'t> {
-        let (target, matched_prefix) = match self.hosts.matcher(req.host) {
-            None => (&self.default, ""),
-            Some(i) => self.matchers[i].route(req),
-        };
+        self.route_traced(req, None)
+    }
+
+    /// [`UrlMapTable::route`], recording in `trace` (when given) the host rule, path matcher,
+    /// the rules tried and why they did not match, and for a default the closest rule. The
+    /// data plane routes every request through here, so a trace is what requests get.
+    pub fn route_traced<'t>(
+        &'t self,
+        req: &RequestView<'t>,
+        mut trace: Option<&mut RouteTrace>,
+    ) -> Route<'t> {
+        let (target, matched_prefix, default) =
+            match self.hosts.matcher(req.host, trace.as_deref_mut()) {
+                None => (&self.default, "", true),
+                Some(i) => {
+                    let pm = &self.matchers[i];
+                    if let Some(t) = trace.as_deref_mut() {
+                        t.path_matcher = Some(pm.name.clone());
+                    }
+                    let (target, prefix) = pm.route(req, trace.as_deref_mut());
+                    (target, prefix, std::ptr::eq(target, &pm.default))
+                }
+            };
+        if let Some(t) = trace {
+            t.decide(&target.rule, default);
+        }
         Route {
             action: &target.action,
             rule: &target.rule,

@@ -5,10 +5,13 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::trace::{common_prefix, RouteTrace};
 use super::{arr, Compiler, PathMatch, RequestView, RouteRule, Target, UrlMapError};
 
 #[derive(Debug)]
 pub(super) struct PathMatcher {
+    /// `pathMatchers[].name`.
+    pub(super) name: String,
     pub(super) exact: HashMap<String, Target>,
     /// (prefix ending in `/`, target), longest first.
     pub(super) prefixes: Vec<(String, Target)>,
@@ -80,6 +83,7 @@ impl Compiler<'_, '_> {
         }
         route_rules.sort_by_key(|r| r.priority);
         Ok(PathMatcher {
+            name: name.to_string(),
             exact,
             prefixes,
             route_rules,
@@ -89,22 +93,47 @@ impl Compiler<'_, '_> {
 }
 
 impl PathMatcher {
-    /// The target and the path prefix it matched.
-    pub(super) fn route<'s>(&'s self, req: &RequestView<'s>) -> (&'s Target, &'s str) {
+    /// The target and the path prefix it matched; records the rules tried in `trace`.
+    pub(super) fn route<'s>(
+        &'s self,
+        req: &RequestView<'s>,
+        mut trace: Option<&mut RouteTrace>,
+    ) -> (&'s Target, &'s str) {
         if !self.route_rules.is_empty() {
             for rr in &self.route_rules {
                 if rr.match_rules.is_empty() {
                     return (&rr.target, "");
                 }
-                for m in &rr.match_rules {
-                    if m.matches(req) {
-                        let prefix = match &m.path {
-                            Some(PathMatch::Prefix(p)) | Some(PathMatch::Full(p)) => {
-                                req.path.get(..p.len()).unwrap_or("")
+                for (j, m) in rr.match_rules.iter().enumerate() {
+                    match m.check(req) {
+                        Ok(()) => {
+                            let prefix = match &m.path {
+                                Some(PathMatch::Prefix(p)) | Some(PathMatch::Full(p)) => {
+                                    req.path.get(..p.len()).unwrap_or("")
+                                }
+                                _ => "",
+                            };
+                            return (&rr.target, prefix);
+                        }
+                        Err(why) => {
+                            if let Some(t) = trace.as_deref_mut() {
+                                // A rule whose path matched is closer than any whose did not.
+                                let score = match why {
+                                    super::Mismatch::Path => m.path_closeness(req.path),
+                                    _ => (1 << 30) + m.path_closeness(req.path),
+                                };
+                                t.tried(
+                                    format!(
+                                        "{}.matchRules[{j}] (priority {}, {})",
+                                        rr.target.rule,
+                                        rr.priority,
+                                        m.describe_path()
+                                    ),
+                                    m.describe_mismatch(why),
+                                    score,
+                                );
                             }
-                            _ => "",
-                        };
-                        return (&rr.target, prefix);
+                        }
                     }
                 }
             }
@@ -113,13 +142,39 @@ impl PathMatcher {
         let t = if let Some(t) = self.exact.get(req.path) {
             t
         } else {
-            self.prefixes
-                .iter()
-                .find(|(prefix, _)| req.path.starts_with(prefix.as_str()))
-                .map(|(_, t)| t)
-                .unwrap_or(&self.default)
+            if let Some(tr) = trace.as_deref_mut() {
+                self.trace_exact_misses(tr, req.path);
+            }
+            let mut found = None;
+            for (prefix, t) in &self.prefixes {
+                if req.path.starts_with(prefix.as_str()) {
+                    found = Some(t);
+                    break;
+                }
+                if let Some(tr) = trace.as_deref_mut() {
+                    tr.tried(
+                        format!("{} \"{prefix}*\"", t.rule),
+                        format!("path does not start with {prefix:?}"),
+                        common_prefix(prefix, req.path),
+                    );
+                }
+            }
+            found.unwrap_or(&self.default)
         };
         (t, &t.matched_prefix)
+    }
+
+    /// Records every exact path rule (none matched `path`), sorted by rule for stable output.
+    fn trace_exact_misses(&self, t: &mut RouteTrace, path: &str) {
+        let mut exact: Vec<(&String, &Target)> = self.exact.iter().collect();
+        exact.sort_by(|a, b| (&a.1.rule, a.0).cmp(&(&b.1.rule, b.0)));
+        for (p, target) in exact {
+            t.tried(
+                format!("{} {p:?}", target.rule),
+                format!("path is not exactly {p:?}"),
+                common_prefix(p, path),
+            );
+        }
     }
 }
 

@@ -89,8 +89,61 @@ impl Compiler<'_, '_> {
     }
 }
 
+/// Which part of a match rule refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mismatch {
+    /// The path match.
+    Path,
+    /// `headerMatches[i]`.
+    Header(usize),
+    /// `queryParameterMatches[i]`.
+    Query(usize),
+}
+
 impl MatchRule {
-    pub(super) fn matches(&self, req: &RequestView<'_>) -> bool {
+    /// What the path match wants, for traces: `prefix "/api/"`, `full path "/x"`, ...
+    pub(super) fn describe_path(&self) -> String {
+        match &self.path {
+            None => "any path".to_string(),
+            Some(PathMatch::Prefix(p)) => format!("prefixMatch {p:?}"),
+            Some(PathMatch::Full(p)) => format!("fullPathMatch {p:?}"),
+            Some(PathMatch::Regex(r)) => format!("regexMatch {:?}", r.as_str()),
+        }
+    }
+
+    /// How much of `path` the path match agrees with, for a trace's closest rule.
+    pub(super) fn path_closeness(&self, path: &str) -> usize {
+        match &self.path {
+            Some(PathMatch::Prefix(p)) | Some(PathMatch::Full(p)) => {
+                super::trace::common_prefix(p, path)
+            }
+            _ => 0,
+        }
+    }
+
+    /// Why the part `m` of the rule refused a request, for traces.
+    pub(super) fn describe_mismatch(&self, m: Mismatch) -> String {
+        match m {
+            Mismatch::Path => format!("path does not satisfy {}", self.describe_path()),
+            Mismatch::Header(i) => {
+                let h = &self.headers[i];
+                let inv = if h.invert { " (inverted)" } else { "" };
+                let name = match &h.name {
+                    HeaderKey::Header(n) => n.as_str(),
+                    HeaderKey::Method => ":method",
+                    HeaderKey::Authority => ":authority",
+                };
+                format!("header {name} does not satisfy {:?}{inv}", h.matcher)
+            }
+            Mismatch::Query(i) => format!(
+                "query parameter {:?} does not satisfy {:?}",
+                self.query[i].name, self.query[i].matcher
+            ),
+        }
+    }
+
+    /// `Ok` when `req` matches, else the first part that refused it.
+    pub(super) fn check(&self, req: &RequestView<'_>) -> Result<(), Mismatch> {
         let path_ok = match &self.path {
             None => true,
             Some(PathMatch::Regex(r)) => r.is_match(req.path),
@@ -104,20 +157,20 @@ impl MatchRule {
             Some(PathMatch::Full(p)) => req.path == p,
         };
         if !path_ok {
-            return false;
+            return Err(Mismatch::Path);
         }
-        for h in &self.headers {
+        for (i, h) in self.headers.iter().enumerate() {
             let name = match &h.name {
                 HeaderKey::Header(n) => n,
                 HeaderKey::Method => {
                     if h.matcher.matches(Some(req.method)) == h.invert {
-                        return false;
+                        return Err(Mismatch::Header(i));
                     }
                     continue;
                 }
                 HeaderKey::Authority => {
                     if h.matcher.matches(Some(req.host)) == h.invert {
-                        return false;
+                        return Err(Mismatch::Header(i));
                     }
                     continue;
                 }
@@ -143,19 +196,19 @@ impl MatchRule {
                 (a, _) => a,
             };
             if h.matcher.matches(value) == h.invert {
-                return false;
+                return Err(Mismatch::Header(i));
             }
         }
-        for q in &self.query {
+        for (i, q) in self.query.iter().enumerate() {
             let value = req.query.and_then(|qs| {
                 url::form_urlencoded::parse(qs.as_bytes())
                     .find(|(k, _)| k == q.name.as_str())
                     .map(|(_, v)| v)
             });
             if !q.matcher.matches(value.as_deref()) {
-                return false;
+                return Err(Mismatch::Query(i));
             }
         }
-        true
+        Ok(())
     }
 }

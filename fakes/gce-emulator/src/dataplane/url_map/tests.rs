@@ -30,13 +30,18 @@ fn route(
             v.parse().unwrap(),
         );
     }
-    let r = t.route(&RequestView {
+    let view = RequestView {
         method: "GET",
         host,
         path,
         query,
         headers: &h,
-    });
+    };
+    let r = t.route(&view);
+    // Every row of these tables: the trace names the rule that routed.
+    let mut trace = RouteTrace::default();
+    let traced = t.route_traced(&view, Some(&mut trace));
+    assert_eq!((traced.rule, trace.matched.as_str()), (r.rule, r.rule));
     let a = match r.action {
         RouteAction::Forward(f) => format!("bs{}", f.services[0].0),
         RouteAction::Redirect(rd) => format!(
@@ -324,5 +329,77 @@ fn method_matches_header_actions_timeouts_mirrors_and_aborts_compile() {
     assert_eq!(
         get.rule, "pathMatchers[m].defaultService",
         ":method GET does not match POST"
+    );
+}
+
+#[test]
+fn trace_names_the_rules_tried_and_the_closest() {
+    let t = table(json!({
+        "name": "um", "defaultService": bs(0),
+        "hostRules": [{"hosts": ["shop.example"], "pathMatcher": "a"},
+                      {"hosts": ["*.api.example"], "pathMatcher": "b"}],
+        "pathMatchers": [
+            {"name": "a", "defaultService": bs(1), "pathRules": [
+                {"paths": ["/cart/*"], "service": bs(2)},
+                {"paths": ["/cart/checkout/*"], "service": bs(3)},
+                {"paths": ["/about"], "service": bs(4)},
+            ]},
+            {"name": "b", "defaultService": bs(5), "routeRules": [
+                {"priority": 1, "matchRules": [{"prefixMatch": "/v2/", "headerMatches": [{"headerName": "x-beta", "exactMatch": "1"}]}], "service": bs(6)},
+            ]},
+        ]
+    }));
+    let h = HeaderMap::new();
+    let trace = |host: &str, path: &str| {
+        let mut tr = RouteTrace::default();
+        t.route_traced(
+            &RequestView {
+                method: "GET",
+                host,
+                path,
+                query: None,
+                headers: &h,
+            },
+            Some(&mut tr),
+        );
+        tr
+    };
+    let tr = trace("shop.example", "/cart");
+    assert_eq!(tr.host_rule, "hostRules[0] host \"shop.example\" (exact)");
+    assert_eq!(tr.path_matcher.as_deref(), Some("a"));
+    assert_eq!(tr.matched, "pathMatchers[a].defaultService");
+    let closest = tr.closest.expect("closest");
+    assert_eq!(closest.rule, "pathMatchers[a].pathRules[0] \"/cart/*\"");
+    assert_eq!(tr.tried.len(), 3, "{:?}", tr.tried);
+
+    let tr = trace("shop.example", "/cart/checkout/pay");
+    assert_eq!(tr.matched, "pathMatchers[a].pathRules[1]");
+    assert!(tr.closest.is_none(), "a rule matched: no closest");
+
+    let tr = trace("x.api.example", "/v2/items");
+    assert_eq!(
+        tr.host_rule,
+        "hostRules[1] host \"*.api.example\" (wildcard)"
+    );
+    assert_eq!(tr.matched, "pathMatchers[b].defaultService");
+    let closest = tr.closest.expect("closest");
+    assert!(
+        closest
+            .rule
+            .starts_with("pathMatchers[b].routeRules[0].matchRules[0]"),
+        "{closest:?}"
+    );
+    assert!(closest.why_not.contains("header x-beta"), "{closest:?}");
+
+    let tr = trace("api.example", "/");
+    assert!(
+        tr.host_rule.starts_with("no hostRules entry matches"),
+        "{}",
+        tr.host_rule
+    );
+    assert_eq!(tr.matched, "defaultService");
+    assert_eq!(
+        tr.closest.expect("closest").rule,
+        "hostRules[1] host \"*.api.example\""
     );
 }
