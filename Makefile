@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo test test-real-api record-real-api build native-deps deps crds bench bench-control-plane bench-instructions lint fmt clean mutants image chaos
+.PHONY: demo test test-real-api record-real-api build native-deps deps crds iam-role bench bench-control-plane bench-instructions lint fmt clean mutants image chaos
 
 ## Build every binary (operator, gce-emulator, fake-kube-apiserver).
 build: native-deps
@@ -71,6 +71,12 @@ image:
 ## Regenerate crds/*.yaml from the Rust types (a test fails when they drift).
 crds:
 	$(CARGO) run -q --bin gclb-operator -- crds --out-dir crds
+
+## Regenerate deploy/iam/gclb-operator-role.yaml (the Google IAM custom role) from the Compute
+## methods the operator's source calls and deploy/iam/method-permissions.yaml (tests/iam_role.rs
+## fails when they drift, naming a method the table lacks).
+iam-role:
+	IAM_ROLE_WRITE=1 $(CARGO) test -q --test iam_role -- role_is_generated_from_the_methods_the_operator_calls
 
 ## Benchmarks: emulator control plane throughput, the data plane against nginx and haproxy, and
 ## the operator's control plane (bench-control-plane) and its memory with many Pods and Secrets

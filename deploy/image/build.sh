@@ -9,7 +9,7 @@
 #
 # Environment:
 #   IMAGE_BINARY  the operator binary (default: $CARGO_TARGET_DIR/release/gclb-operator,
-#                 built with `cargo build --release` when missing)
+#                 brought up to date with `cargo build --release` first)
 #   IMAGE_DIR     output directory (default: $CARGO_TARGET_DIR/image, else target/image)
 #   IMAGE_TAG     tag (default: the crate version)
 # Output: $IMAGE_DIR/oci (OCI image layout, tag $IMAGE_TAG) and $IMAGE_DIR/gclb-operator.tar
@@ -23,8 +23,11 @@ BINARY=${IMAGE_BINARY:-$TARGET/release/gclb-operator}
 for tool in umoci skopeo strip ldd; do
   command -v "$tool" >/dev/null || { echo "$tool is required: apt-get install -y umoci skopeo binutils" >&2; exit 1; }
 done
-if [ ! -x "$BINARY" ]; then
-  if [ -n "${IMAGE_BINARY:-}" ]; then echo "IMAGE_BINARY=$BINARY does not exist" >&2; exit 1; fi
+if [ -n "${IMAGE_BINARY:-}" ]; then
+  [ -x "$BINARY" ] || { echo "IMAGE_BINARY=$BINARY does not exist" >&2; exit 1; }
+else
+  # Always through cargo, so the image never ships a release binary older than the sources
+  # (a no-op when it is up to date).
   cargo build --release --locked --bin gclb-operator
 fi
 

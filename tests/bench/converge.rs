@@ -26,12 +26,20 @@
 //! (`BENCH_INGRESSES=500` for the 500-Ingress resync, 0 to skip convergence;
 //! `BENCH_WORKERS` sets `--workers`, default the operator's own; `BENCH_SLOW_CLOUD` starts the
 //! emulator with `--slow-cloud VALUE`, e.g. `realistic` or `uniform:200`, docs/performance.md).
-//! The operator's CPU seconds and resident memory (now and peak) are printed per phase;
+//! The operator's CPU seconds and resident memory (now and peak) are printed per phase, with the
+//! machine's 1-minute load average at the phase's start and end;
 //! `BENCH_LOGS=FILE` writes the processes' logs after the first-200 phase (for profiling).
+//! `BENCH_PODS` and `BENCH_SECRETS` (default 0) fill namespace `bench` with that many Pods and
+//! Secrets before the operator starts (the memory benchmark's, [`cluster`]), so the peak RSS is
+//! the one of a big cluster; `BENCH_OPERATOR=PATH` runs another operator binary (e.g. the
+//! release build the image ships); `BENCH_PHASE_DEADLINE_SECS` (default 900) bounds each phase.
+//! The environment is passed on to the processes (e.g. `MALLOC_ARENA_MAX=2`, as
+//! deploy/deployment.yaml sets it).
 
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cluster;
 mod first200;
 mod procstat;
 
@@ -42,8 +50,11 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use support::*;
 
-/// Generous: 500 Ingresses on a busy 2-core machine with dev builds.
-const PHASE_DEADLINE: Duration = Duration::from_secs(900);
+/// Each phase's deadline: `BENCH_PHASE_DEADLINE_SECS`, default 900 s (generous: 500 Ingresses
+/// on a busy 2-core machine with dev builds).
+fn phase_deadline() -> Duration {
+    Duration::from_secs(env_usize("BENCH_PHASE_DEADLINE_SECS", 900) as u64)
+}
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -151,8 +162,9 @@ fn operator_cost(sys: &System, meter: &procstat::Meter) -> String {
     let (_, cpu, _) = meter.stop();
     let pid = sys.operator.as_ref().map_or(0, |p| p.child.id());
     let (rss, peak) = procstat::rss_mib(pid);
+    let (_, _, (load0, load1)) = meter.stop();
     format!(
-        "{:.1} CPU s, RSS {rss:.0} MiB (peak {peak:.0})",
+        "{:.1} CPU s, RSS {rss:.0} MiB (peak {peak:.0}), load {load0:.1}->{load1:.1}",
         cpu.first().map_or(0.0, |c| c.1)
     )
 }
@@ -162,8 +174,23 @@ fn operator_meter(sys: &System) -> procstat::Meter {
     procstat::Meter::start(&[("operator", pid)])
 }
 
+/// Starts the operator: this build's, or `BENCH_OPERATOR`'s binary.
+fn start_operator(sys: &mut System, args: &[&str]) -> Result<()> {
+    match std::env::var_os("BENCH_OPERATOR") {
+        Some(path) => {
+            let op = sys.spawn_operator_from(std::path::Path::new(&path), args, "operator", &[])?;
+            sys.operator = Some(op);
+            Ok(())
+        }
+        None => sys.start_operator(args),
+    }
+}
+
 fn main() -> Result<()> {
+    let deadline = phase_deadline();
     let n = env_usize("BENCH_INGRESSES", 100);
+    let pods = env_usize("BENCH_PODS", 0);
+    let secrets = env_usize("BENCH_SECRETS", 0);
     let services = env_usize("BENCH_SERVICES", 5).max(1);
     let services = if n > 0 { services.min(n) } else { services };
     let seq = env_usize("BENCH_FIRST200_SEQ", 20);
@@ -184,12 +211,20 @@ fn main() -> Result<()> {
     let mut sys = System::start(&emulator_args)?;
     sys.apply_basics()?;
     sys.apply(&services_yaml(services))?;
-    sys.start_operator(&operator_args)?;
+    if pods + secrets > 0 {
+        let t = Instant::now();
+        cluster::populate(&sys, pods, secrets)?;
+        eprintln!(
+            "converge: {pods} Pods and {secrets} Secrets created in {:.0} s",
+            t.elapsed().as_secs_f64()
+        );
+    }
+    start_operator(&mut sys, &operator_args)?;
     let mut rows = Vec::new();
 
     // 0. Ingress created -> first 200.
     if seq + burst > 0 {
-        let first = first200::rows(&sys, services, seq, burst, PHASE_DEADLINE)?;
+        let first = first200::rows(&sys, services, seq, burst, deadline)?;
         println!();
         println!(
             "| Ingress created -> first 200 ({profile}, workers {}) | p50 | p90 | p99 | max | chain lower bound |",
@@ -207,16 +242,12 @@ fn main() -> Result<()> {
             return Ok(());
         }
         sys.kubectl_ok(&["delete", "ingress", "--all"])?;
-        wait_for(
-            "the first-200 Ingresses to be deleted",
-            PHASE_DEADLINE,
-            || {
-                Ok(
-                    (sys.compute_names("urlMaps")?.is_empty() && ingresses_left(&sys)? == 0)
-                        .then_some(()),
-                )
-            },
-        )?;
+        wait_for("the first-200 Ingresses to be deleted", deadline, || {
+            Ok(
+                (sys.compute_names("urlMaps")?.is_empty() && ingresses_left(&sys)? == 0)
+                    .then_some(()),
+            )
+        })?;
     }
     if n == 0 {
         return Ok(());
@@ -228,19 +259,34 @@ fn main() -> Result<()> {
     let start = Instant::now();
     sys.apply(&ingresses_yaml(n, services))?;
     let mut first_ip: std::collections::BTreeMap<String, f64> = Default::default();
+    let mut next_report = 30.0;
     while first_ip.len() < n {
-        if start.elapsed() > PHASE_DEADLINE {
+        if start.elapsed() > deadline {
             bail!(
-                "only {} of {n} Ingresses got an IP in {PHASE_DEADLINE:?}{}",
+                "only {} of {n} Ingresses got an IP in {deadline:?}{}",
                 first_ip.len(),
                 sys.logs()
             );
         }
         let t = start.elapsed().as_secs_f64();
+        let poll = Instant::now();
         for name in ingresses_with_ip(&sys)? {
             first_ip.entry(name).or_insert(t);
         }
-        std::thread::sleep(Duration::from_millis(200));
+        // Listing N Ingresses with kubectl costs CPU that the measured processes share: poll
+        // every 200 ms, or at twice the list's own duration when that is longer (at 2000
+        // Ingresses a list takes about a second), so polling takes at most a third of a core.
+        let took = poll.elapsed();
+        if t >= next_report {
+            next_report += 30.0;
+            eprintln!(
+                "converge: {:.0} s: {} of {n} Ingresses have an IP (list took {:.2} s)",
+                start.elapsed().as_secs_f64(),
+                first_ip.len(),
+                took.as_secs_f64()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200).max(took * 2));
     }
     let total = start.elapsed().as_secs_f64();
     let mut times: Vec<f64> = first_ip.into_values().collect();
@@ -262,7 +308,7 @@ fn main() -> Result<()> {
 
     // Let the writes that settling triggers (NEG endpoints as Pods turn Ready) finish.
     let mut before = calls(&sys)?;
-    wait_for("Compute writes to stop", PHASE_DEADLINE, || {
+    wait_for("Compute writes to stop", deadline, || {
         std::thread::sleep(Duration::from_secs(3));
         let now = calls(&sys)?;
         let stable = now.0 == before.0;
@@ -274,13 +320,13 @@ fn main() -> Result<()> {
     sys.stop_operator();
     zero_calls(&sys)?;
     let start = Instant::now();
-    sys.start_operator(&operator_args)?;
+    start_operator(&mut sys, &operator_args)?;
     let meter = operator_meter(&sys);
     let operator = sys.operator.as_ref().context("operator")?;
     operator.metrics_url()?;
     wait_for(
         "every Ingress to be reconciled after the restart",
-        PHASE_DEADLINE,
+        deadline,
         || Ok((operator.ok_syncs()? >= n as u64).then_some(())),
     )?;
     let resync = start.elapsed().as_secs_f64();
@@ -298,7 +344,7 @@ fn main() -> Result<()> {
     let meter = operator_meter(&sys);
     let start = Instant::now();
     sys.kubectl_ok(&["delete", "ingress", "--all", "--wait=false"])?;
-    wait_for("every load balancer to be deleted", PHASE_DEADLINE, || {
+    wait_for("every load balancer to be deleted", deadline, || {
         let maps = sys.compute_names("urlMaps")?;
         let left = ingresses_left(&sys)?;
         let rules = sys.created_firewalls()?;
