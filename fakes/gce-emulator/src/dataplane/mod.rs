@@ -17,6 +17,7 @@ pub mod draining;
 pub mod firewall;
 pub mod grpc;
 pub mod grpc_health;
+pub mod head_tap;
 pub mod health;
 pub mod listener;
 pub mod metrics;
