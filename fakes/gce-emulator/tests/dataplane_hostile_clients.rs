@@ -7,8 +7,8 @@
 //! case may it parse a request whose answer the client did not get from the proxy, which is
 //! what a request boundary the proxy did not see would look like. Each case states the status
 //! the data plane answers; the file `tests/data/nginx_hostile_clients.json` holds nginx's
-//! answers, and no case may be answered more leniently than nginx answers it (nginx refused,
-//! the data plane forwarded) except the two listed in [`HYPER_NORMALISES`] with the reason.
+//! answers, and no case may be answered more leniently than nginx answers it (nginx refused a
+//! request, the data plane forwarded it).
 //!
 //! Re-record nginx's answers (nginx on PATH, e.g. `apt-get install -y nginx`):
 //! `cargo nextest run -p gce-emulator --test dataplane_hostile_clients --run-ignored only`
@@ -36,24 +36,9 @@ enum Expect {
     Refused(u16),
     /// Forwarded as this many requests (the answers come from the backend).
     Forwarded(usize),
+    /// This many requests forwarded, then the next refused with this status.
+    ForwardedThenRefused(usize, u16),
 }
-
-/// Cases whose ambiguity hyper resolves while parsing, leaving no trace in the request: the data
-/// plane forwards them as one well-framed request where nginx answers 400 (request_checks.rs).
-const HYPER_NORMALISES: &[(&str, &str)] = &[
-    (
-        "cl_then_te",
-        "hyper drops Content-Length, reads the chunked body, closes the connection after the answer (RFC 9112 6.3)",
-    ),
-    (
-        "te_then_cl",
-        "hyper drops Content-Length, reads the chunked body, closes the connection after the answer (RFC 9112 6.3)",
-    ),
-    (
-        "cl_duplicate_same",
-        "hyper merges identical Content-Length lines into one (RFC 9110 8.6)",
-    ),
-];
 
 fn chunked(body: &str) -> String {
     format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len())
@@ -98,7 +83,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Expect)> {
                 "Content-Length: 6\r\nTransfer-Encoding: chunked\r\n",
                 &format!("0\r\n\r\n{SMUGGLED}"),
             ),
-            Forwarded(1),
+            Refused(400),
         ),
         (
             "te_then_cl",
@@ -106,12 +91,34 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Expect)> {
                 "Transfer-Encoding: chunked\r\nContent-Length: 4\r\n",
                 &smuggle_chunked,
             ),
-            Forwarded(1),
+            Refused(400),
         ),
         (
             "cl_duplicate_same",
             post("Content-Length: 5\r\nContent-Length: 5\r\n", "hello"),
-            Forwarded(1),
+            Refused(400),
+        ),
+        // The same after a well-framed request on the same connection.
+        (
+            "get_then_cl_then_te",
+            [
+                format!("GET /first HTTP/1.1\r\n{h}\r\n").into_bytes(),
+                post(
+                    "Content-Length: 6\r\nTransfer-Encoding: chunked\r\n",
+                    &format!("0\r\n\r\n{SMUGGLED}"),
+                ),
+            ]
+            .concat(),
+            ForwardedThenRefused(1, 400),
+        ),
+        (
+            "post_then_cl_duplicate",
+            [
+                post("Content-Length: 5\r\n", "hello"),
+                post("Content-Length: 5\r\nContent-Length: 5\r\n", "hello"),
+            ]
+            .concat(),
+            ForwardedThenRefused(1, 400),
         ),
         (
             "cl_conflicting",
@@ -365,7 +372,10 @@ async fn smuggling_variants_never_reach_the_backend_as_a_second_request() {
     for ((name, _, expect), (answer, seen)) in cases.iter().zip(&results) {
         let ours = match (answer.statuses.first(), answer.from_backend.len()) {
             (Some(s), 0) => Expect::Refused(*s),
-            (_, n) => Expect::Forwarded(n),
+            (_, n) => match answer.statuses.get(n) {
+                Some(s) if *s >= 400 => Expect::ForwardedThenRefused(n, *s),
+                _ => Expect::Forwarded(n),
+            },
         };
         let theirs = recorded.get(*name);
         table.push(format!(
@@ -399,15 +409,21 @@ async fn smuggling_variants_never_reach_the_backend_as_a_second_request() {
             None => failures.push(format!(
                 "{name}: no nginx answer recorded; re-record (see the file's docs)"
             )),
-            Some((statuses, 0)) if statuses.first().is_some_and(|s| *s >= 400) => {
-                let excused = HYPER_NORMALISES.iter().any(|(n, _)| n == name);
-                if matches!(ours, Expect::Forwarded(_)) && !excused {
+            // No weaker than nginx: every request nginx refused, the data plane refuses too.
+            Some((statuses, forwarded)) => {
+                let nginx_refused = statuses.len() > *forwarded
+                    && statuses.get(*forwarded).is_some_and(|s| *s >= 400);
+                let ours_forwarded = match ours {
+                    Expect::Refused(_) => 0,
+                    Expect::Forwarded(n) => n,
+                    Expect::ForwardedThenRefused(n, _) => n,
+                };
+                if nginx_refused && ours_forwarded > *forwarded {
                     failures.push(format!(
-                        "{name}: nginx refused with {statuses:?}, the data plane forwarded"
+                        "{name}: nginx forwarded {forwarded} and refused the next with {statuses:?}, the data plane forwarded {ours_forwarded}"
                     ));
                 }
             }
-            Some(_) => {}
         }
     }
     println!("{}", table.join("\n"));

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
+use http::header::{HeaderValue, CONNECTION};
 use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -25,6 +26,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::dataplane::compile::Frontend;
+use crate::dataplane::head_tap::{AmbiguousFraming, HeadTap, HeadVerdicts};
 use crate::dataplane::proxy::{self, ConnInfo, ProxyContext};
 use crate::dataplane::quic::QuicListener;
 
@@ -211,7 +213,9 @@ async fn serve_connection(
     match &fe.tls {
         None => {
             let conn = Arc::new(ConnInfo::new(client, lb_ip, slot, None, local_port));
-            drive(TokioIo::new(stream), false, conn, &serving, &stop).await;
+            let heads = Arc::new(HeadVerdicts::default());
+            let io = TokioIo::new(HeadTap::new(stream, heads.clone(), MAX_HEADER_BYTES));
+            drive_tapped(io, false, conn, Some(heads), &serving, &stop).await;
         }
         Some(Err(_)) => {} // no usable certificate: refuse by closing
         Some(Ok(cfg)) => {
@@ -261,7 +265,13 @@ async fn serve_tls(
         Some((sni, tls_version)),
         local_port,
     ));
-    drive(TokioIo::new(tls), h2, conn, serving, stop).await;
+    if h2 {
+        drive(TokioIo::new(tls), true, conn, serving, stop).await;
+    } else {
+        let heads = Arc::new(HeadVerdicts::default());
+        let io = TokioIo::new(HeadTap::new(tls, heads.clone(), MAX_HEADER_BYTES));
+        drive_tapped(io, false, conn, Some(heads), serving, stop).await;
+    }
 }
 
 /// Serves HTTP/1.1 (with upgrades), or HTTP/2 when TLS negotiated `h2`; clear-text HTTP/2
@@ -276,8 +286,38 @@ pub(crate) async fn drive<I>(
 ) where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
+    drive_tapped(io, h2, conn, None, serving, stop).await;
+}
+
+/// [`drive`] for an HTTP/1 connection read through a [`HeadTap`]: each request takes its head's
+/// verdict, and one the tap found ambiguous is marked [`AmbiguousFraming`] (refused with 400 by
+/// request_checks.rs) and answered with `Connection: close`, as nginx closes after such a 400.
+async fn drive_tapped<I>(
+    io: I,
+    h2: bool,
+    conn: Arc<ConnInfo>,
+    heads: Option<Arc<HeadVerdicts>>,
+    serving: &Arc<Serving>,
+    stop: &CancellationToken,
+) where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
     let ctx = serving.ctx.clone();
-    let svc = service_fn(move |req| proxy::handle(ctx.clone(), conn.clone(), req));
+    let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        let ambiguous = heads.as_ref().and_then(|h| h.next()).flatten();
+        if let Some(why) = ambiguous {
+            req.extensions_mut().insert(AmbiguousFraming(why));
+        }
+        let answer = proxy::handle(ctx.clone(), conn.clone(), req);
+        async move {
+            let mut resp = answer.await?;
+            if ambiguous.is_some() {
+                resp.headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+            Ok::<_, std::convert::Infallible>(resp)
+        }
+    });
     macro_rules! run {
         ($c:expr) => {{
             let c = $c;

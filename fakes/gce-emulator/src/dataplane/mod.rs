@@ -20,6 +20,7 @@ pub mod explain;
 pub mod firewall;
 pub mod grpc;
 pub mod grpc_health;
+pub mod head_tap;
 pub mod health;
 pub mod iap;
 pub mod listener;

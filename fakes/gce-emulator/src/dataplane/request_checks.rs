@@ -15,16 +15,14 @@
 //!   `chunked` (`identity, chunked` passes hyper, which checks only the last coding): 501, as
 //!   nginx answers (RFC 9112 section 6.1: "SHOULD respond with 501 (Not Implemented)");
 //! - a request target longer than [`MAX_REQUEST_TARGET_BYTES`]: 414 (a head beyond the 64 KiB
-//!   buffer is hyper's 431 before the target can be seen).
-//!
-//! Two ambiguities never reach this module, because hyper resolves them while parsing and
-//! keeps no trace of them in the request: identical duplicate `Content-Length` lines (merged
-//! into one, as RFC 9110 section 8.6 allows) and `Content-Length` with `Transfer-Encoding`
-//! (the length is dropped, the chunked body is read, and the connection is closed after the
-//! response, as RFC 9112 section 6.3 allows). nginx refuses both with 400; refusing them here
-//! would mean framing HTTP/1 ourselves. Neither lets an endpoint see a request boundary the
-//! proxy did not, since the proxy always re-frames what it forwards
-//! (`tests/dataplane_hostile_clients.rs` proves it; docs/reliability.md has the table).
+//!   buffer is hyper's 431 before the target can be seen);
+//! - identical duplicate `Content-Length` lines, and `Content-Length` with `Transfer-Encoding`
+//!   in either order: 400, as nginx answers (RFC 9112 section 6.1 allows refusing them). hyper
+//!   resolves both while parsing (it keeps one length, or drops the length and reads the chunked
+//!   body) and leaves no trace in the request, so the connection's head tap (head_tap.rs) sees
+//!   them in the bytes and marks the request with [`AmbiguousFraming`]; the answer closes the
+//!   connection. Either way no endpoint sees a request boundary the proxy did not, since the
+//!   proxy re-frames what it forwards (`tests/dataplane_hostile_clients.rs` proves it).
 //!
 //! A request body that breaks its framing midway (an invalid or overflowing chunk size) is
 //! found only while it is forwarded: [`client_body_failed`] tells the proxy that the failure
@@ -36,6 +34,7 @@ use bytes::Bytes;
 use http::header::{HOST, TRANSFER_ENCODING};
 use http::{Request, StatusCode, Version};
 
+use crate::dataplane::head_tap::AmbiguousFraming;
 use crate::dataplane::upstream::UpstreamError;
 
 /// Longest request target (path and query, or absolute URI) accepted, in bytes (16 KiB; nginx
@@ -85,6 +84,9 @@ pub fn check<B>(req: &Request<B>) -> Result<(), Refusal> {
     let version = req.version();
     if version != Version::HTTP_11 && version != Version::HTTP_10 {
         return Ok(());
+    }
+    if let Some(AmbiguousFraming(why)) = req.extensions().get() {
+        return Err(refuse(StatusCode::BAD_REQUEST, "client_error", *why));
     }
     let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len())
         + req.uri().authority().map_or(0, |a| a.as_str().len());
@@ -258,6 +260,15 @@ mod tests {
         assert_eq!(status(check(&req(Version::HTTP_11, &long, &[h]))), 414);
         let fits = format!("/{}", "a".repeat(MAX_REQUEST_TARGET_BYTES - 1));
         assert_eq!(status(check(&req(Version::HTTP_11, &fits, &[h]))), 200);
+    }
+
+    #[test]
+    fn heads_the_tap_found_ambiguous_are_refused() {
+        let mut r = req(Version::HTTP_11, "/", &[("host", "a")]);
+        assert_eq!(status(check(&r)), 200);
+        r.extensions_mut().insert(AmbiguousFraming("two lengths"));
+        let e = check(&r).unwrap_err();
+        assert_eq!((e.status.as_u16(), e.why.as_str()), (400, "two lengths"));
     }
 
     #[test]
