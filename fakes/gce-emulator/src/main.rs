@@ -36,6 +36,11 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let opts = Options::parse();
+    if let Some(ip) = opts.loopback_for {
+        let lo = gce_emulator::dataplane::internal::loopback_for(ip.into());
+        println!("{ip} is served on {lo}");
+        return Ok(());
+    }
     // One file descriptor per client and upstream connection: start with the most allowed.
     match gce_emulator::open_files::raise_limit() {
         Ok(n) => tracing::debug!(open_files = n, "RLIMIT_NOFILE"),

@@ -1,9 +1,9 @@
 //! Operations (`compute#operation`) returned by every mutation and served by globalOperations
-//! and zoneOperations (get, list, wait, delete).
+//! zoneOperations and regionOperations (get, list, wait, delete).
 //!
 //! Per reference/gce-clients.md: names and selfLinks are unique and never change between the
 //! mutation's response and later polls; `operationType` and `targetLink` (the affected
-//! resource's selfLink) are always present (gcloud needs both); zonal operations carry `zone`.
+//! resource's selfLink) are always present (gcloud needs both); zonal operations carry `zone`, regional ones `region`.
 //! An operation reads `PENDING` (no `startTime`), then `RUNNING`, then `DONE` ([`Phases`]: the
 //! slow cloud's figures, or `--operation-latency-ms` of RUNNING); `wait` answers when it is DONE
 //! or after [`WAIT_LIMIT`].
@@ -88,9 +88,16 @@ impl Operations {
             rand::random::<u32>(),
             rand::random::<u32>()
         );
-        let scope = match &m.zone {
-            Some(z) => format!("projects/{project}/zones/{z}"),
-            None => format!("projects/{project}/global"),
+        // A regional resource's operation is a regionOperation (its key has `regions/R/`).
+        let region = match m.target.split('/').collect::<Vec<_>>().as_slice() {
+            ["projects", _, "regions", r, ..] => Some(r.to_string()),
+            _ => None,
+        };
+        let zone = m.zone.as_ref().filter(|_| region.is_none());
+        let scope = match (&region, zone) {
+            (Some(r), _) => format!("projects/{project}/regions/{r}"),
+            (None, Some(z)) => format!("projects/{project}/zones/{z}"),
+            (None, None) => format!("projects/{project}/global"),
         };
         let key = format!("{scope}/operations/{name}");
         let insert = chrono::Utc::now();
@@ -114,8 +121,11 @@ impl Operations {
             "endTime": fmt(end),
             "selfLink": format!("{base}{key}"),
         });
-        if let Some(z) = &m.zone {
+        if let Some(z) = zone {
             done["zone"] = json!(format!("{base}projects/{project}/zones/{z}"));
+        }
+        if let Some(r) = &region {
+            done["region"] = json!(format!("{base}projects/{project}/regions/{r}"));
         }
         let now = Instant::now();
         let rec = OperationRecord {

@@ -23,6 +23,10 @@ pub enum OptionsError {
 #[derive(Debug, Parser)]
 #[command(name = "gce-emulator", version, about)]
 pub struct Options {
+    /// Print the loopback address that carries this internal (subnet) address of a regional
+    /// load balancer, and exit (dataplane/internal.rs; docs/internal-load-balancers.md).
+    #[arg(long, value_name = "IP")]
+    pub loopback_for: Option<std::net::Ipv4Addr>,
     /// Address to serve the API on; prints `http://ADDR/` as the first stdout line.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,

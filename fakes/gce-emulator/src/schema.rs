@@ -45,6 +45,7 @@ pub fn resource_check(kind: &str) -> Option<Check> {
         "compute#securityPolicy" => check_as::<model::SecurityPolicy>,
         "compute#sslCertificate" => check_as::<model::SslCertificate>,
         "compute#sslPolicy" => check_as::<model::SslPolicy>,
+        "compute#subnetwork" => check_as::<model::Subnetwork>,
         "compute#targetHttpProxy" => check_as::<model::TargetHttpProxy>,
         "compute#targetHttpsProxy" => check_as::<model::TargetHttpsProxy>,
         "compute#targetSslProxy" => check_as::<model::TargetSslProxy>,

@@ -251,9 +251,9 @@ fn network_services_ref(s: &str) -> Option<ResourceKey> {
 
 /// The IPv4 address a global address or forwarding rule holds.
 fn owned_ip(key: &str, value: &Value) -> Option<Ipv4Addr> {
-    let field = if key.contains("/global/addresses/") {
+    let field = if key.contains("/addresses/") {
         "address"
-    } else if key.contains("/global/forwardingRules/") {
+    } else if key.contains("/forwardingRules/") {
         "IPAddress"
     } else {
         return None;

@@ -233,11 +233,12 @@ async fn instance_groups_and_regional_collections_answer_list_and_get() {
             .contains("network endpoint groups"),
         "{v}"
     );
+    // Regional backend services exist for the regional Application Load Balancers only.
     let (c, v) = post(
         &emu,
         "beta",
-        "projects/p1/regions/us-central1/urlMaps",
-        &json!({"name": "um"}),
+        "projects/p1/regions/us-central1/backendServices",
+        &json!({"name": "bs", "loadBalancingScheme": "EXTERNAL"}),
     )
     .await;
     assert_eq!(c, 400, "{v}");
@@ -245,7 +246,7 @@ async fn instance_groups_and_regional_collections_answer_list_and_get() {
         v["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("Regional urlMaps"),
+            .contains("INTERNAL_MANAGED or EXTERNAL_MANAGED"),
         "{v}"
     );
     // Instance-group backends stay refused.

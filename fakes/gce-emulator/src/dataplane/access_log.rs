@@ -45,7 +45,7 @@ pub struct CacheLog {
 pub struct AccessRecord {
     /// RFC 3339 time the request arrived.
     pub time: String,
-    /// The global forwarding rule.
+    /// The forwarding rule (global or regional).
     pub forwarding_rule: String,
     /// Client `ip:port`.
     pub remote_addr: String,

@@ -32,7 +32,7 @@ use crate::snapshot::{key_from_url, ResourceKey, Snapshot};
 /// Everything the proxy needs to serve one forwarding rule. Immutable; replaced as a whole.
 #[derive(Debug)]
 pub struct Frontend {
-    /// The global forwarding rule.
+    /// The forwarding rule (global or regional).
     pub rule: ResourceKey,
     /// `IPAddress`.
     pub ip: IpAddr,
@@ -114,7 +114,7 @@ fn backend_groups(v: &Value) -> impl Iterator<Item = (&Value, ResourceKey)> {
 fn draining_by_neg(snap: &Snapshot) -> HashMap<ResourceKey, u64> {
     let mut by_neg = HashMap::new();
     for (k, v) in &snap.resources {
-        if !(k.contains("/global/") && kind_of(k) == Some("backendServices")) {
+        if kind_of(k) != Some("backendServices") {
             continue;
         }
         let secs = v
@@ -330,11 +330,11 @@ pub fn compile(snap: &Snapshot, carry: &mut Carry, metrics: &Metrics) -> Compile
     let mut next_tls = HashMap::new();
     let mut probes = Vec::new();
     let draining = draining_by_neg(snap);
-    // Every global backend service, used or not: getHealth reports on all of them.
+    // Every backend service (global and regional), used or not: getHealth reports on all.
     let mut services = Vec::new();
     let mut index = HashMap::new();
     for (k, v) in &snap.resources {
-        if k.contains("/global/") && kind_of(k) == Some("backendServices") {
+        if kind_of(k) == Some("backendServices") {
             index.insert(k.clone(), services.len());
             services.push(Arc::new(compile_backend_service(
                 k,
@@ -351,7 +351,7 @@ pub fn compile(snap: &Snapshot, carry: &mut Carry, metrics: &Metrics) -> Compile
     let services = Arc::new(services);
     let mut frontends = BTreeMap::new();
     for (k, rule) in &snap.resources {
-        if !(k.contains("/global/") && kind_of(k) == Some("forwardingRules")) {
+        if kind_of(k) != Some("forwardingRules") {
             continue;
         }
         let Some(target_key) = str_field(rule, "target").and_then(key_from_url) else {

@@ -7,7 +7,8 @@
 //! 35.191.0.0/16 and 130.211.0.0/22, and only when an ingress allow rule of the endpoint's
 //! network admits them. Here a probe is evaluated from [`PROBE_SOURCE`] to the port it probes
 //! (the health check's fixed port, else the endpoint's), and a proxied connection from
-//! [`PROXY_SOURCE`] to the endpoint's port. What the verdicts do:
+//! [`PROXY_SOURCE`](crate::network::PROXY_SOURCE) to the endpoint's port (regional load
+//! balancers: from their proxy-only subnet, [`internal::proxy_source`]). What the verdicts do:
 //! - health.rs: a refused probe is a dropped packet, so it fails after the check's `timeoutSec`;
 //! - proxy.rs: a refused connection is 502 `failed_to_connect_to_backend`.
 //!
@@ -18,7 +19,8 @@ use std::sync::Arc;
 
 use crate::dataplane::backend_service::Endpoint;
 use crate::dataplane::compile::Compiled;
-use crate::network::{NetworkModel, PROBE_SOURCE, PROXY_SOURCE};
+use crate::dataplane::internal;
+use crate::network::{NetworkModel, PROBE_SOURCE};
 use crate::snapshot::{NetworkEndpoint, Snapshot};
 
 /// Sets the admission of every endpoint `compiled` holds (probed or routed to) from the
@@ -59,7 +61,8 @@ pub fn admit(snap: &Snapshot, compiled: &Compiled, enforce: bool) {
                 .find(|e| e.ip_address == ep.key.ip_address && e.port == ep.key.port)
                 .and_then(|e| e.instance.clone()),
         };
-        let traffic = model.admits(&network, neg, &attached, PROXY_SOURCE);
+        let source = internal::proxy_source(snap, &ep.key.backend_service, &network);
+        let traffic = model.admits(&network, neg, &attached, source);
         let probes = match probe_port {
             Some(port) if *port != attached.port => {
                 let probed = NetworkEndpoint {

@@ -23,6 +23,7 @@ pub mod grpc_health;
 pub mod head_tap;
 pub mod health;
 pub mod iap;
+pub mod internal;
 pub mod listener;
 pub mod logging;
 pub mod metrics;
@@ -80,7 +81,7 @@ pub struct DataPlaneConfig {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListenerInfo {
-    /// The global forwarding rule.
+    /// The forwarding rule (global or regional).
     pub forwarding_rule: ResourceKey,
     /// The rule's `IPAddress`.
     pub ip_address: String,
@@ -311,7 +312,13 @@ impl Manager {
             keep
         });
         for (rule, fe) in &compiled.frontends {
-            if !is_loopback(fe.ip) {
+            // Internal (subnet) addresses are carried by loopback ones (internal.rs).
+            let ip = if is_regional(rule) {
+                internal::loopback_for(fe.ip)
+            } else {
+                fe.ip
+            };
+            if !is_loopback(ip) {
                 tracing::error!(forwarding_rule = %rule, ip = %fe.ip, "IPAddress is not a loopback address; the emulator only listens on 127.0.0.0/8 and ::1");
                 if let Some(l) = self.listeners.remove(rule) {
                     l.close();
@@ -319,7 +326,7 @@ impl Manager {
                 continue;
             }
             let port = self.port_map.get(&fe.port).copied().unwrap_or(fe.port);
-            let requested = SocketAddr::new(fe.ip, port);
+            let requested = SocketAddr::new(ip, port);
             if let Some(l) = self.listeners.get(rule) {
                 if l.requested == requested {
                     l.frontend.store(Some(fe.clone()));
@@ -361,6 +368,11 @@ impl Manager {
         self.shared.listeners.store(Arc::new(infos));
         self.shared.frontends.store(Arc::new(compiled.frontends));
     }
+}
+
+/// Whether a forwarding rule key is a regional one (`projects/p/regions/r/forwardingRules/x`).
+fn is_regional(rule: &str) -> bool {
+    rule.split('/').nth(2) == Some("regions")
 }
 
 fn is_loopback(ip: IpAddr) -> bool {

@@ -439,10 +439,21 @@ impl Emulator {
                     ));
                 }
             }
-            _ => scopes.push((
+            Scope::Global | Scope::Project => scopes.push((
                 "global".into(),
                 format!("projects/{project}/global/{}/", coll.segment),
             )),
+            Scope::Regional => {}
+        }
+        // Regional scopes: the regional twin's resources (or the regional-only collection's).
+        let regional = crate::resources::collection(Scope::Regional, coll.segment).is_some();
+        if regional {
+            for r in zones::regions() {
+                scopes.push((
+                    format!("regions/{r}"),
+                    format!("projects/{project}/regions/{r}/{}/", coll.segment),
+                ));
+            }
         }
         for (scope, prefix) in scopes {
             let (page, _) = ListParams {
@@ -457,7 +468,7 @@ impl Emulator {
                 items.insert(scope, json!({ coll.segment: page }));
             }
         }
-        if coll.scope == Scope::Global {
+        if coll.scope == Scope::Global && !regional {
             for r in zones::regions() {
                 let scope = format!("regions/{r}");
                 items.insert(scope.clone(), warning(&scope));
@@ -626,9 +637,10 @@ impl Emulator {
     }
 }
 
-fn op_key(project: &str, zone: Option<&str>, name: &str) -> String {
-    match zone {
-        Some(z) => format!("projects/{project}/zones/{z}/operations/{name}"),
+/// The key of operation `name` at `location` (`zones/Z`, `regions/R`, or global for `None`).
+fn op_key(project: &str, location: Option<&str>, name: &str) -> String {
+    match location {
+        Some(l) => format!("projects/{project}/{l}/operations/{name}"),
         None => format!("projects/{project}/global/operations/{name}"),
     }
 }

@@ -102,13 +102,14 @@ pub(crate) fn route(req: &ApiRequest) -> Result<Call, ApiError> {
         ["aggregated", seg] if m == Method::GET => {
             let coll = resources::all()
                 .find(|c| c.segment == *seg && matches!(c.scope, Scope::Global | Scope::Zonal))
+                .or_else(|| collection(Scope::Regional, seg))
                 .ok_or_else(nf)?;
             return Ok(Call::Aggregated(coll, project.into()));
         }
         ["global", rest @ ..] => (Scope::Global, None, rest),
         ["zones", z, rest @ ..] => (Scope::Zonal, Some(*z), rest),
         // Regional collections: the region must be one of the served zones' regions.
-        ["regions", r, rest @ ..] if rest.first() != Some(&"operations") => {
+        ["regions", r, rest @ ..] => {
             if !zones::regions().contains(r) {
                 return Err(ApiError::not_found(&format!(
                     "projects/{project}/regions/{r}"
@@ -118,7 +119,12 @@ pub(crate) fn route(req: &ApiRequest) -> Result<Call, ApiError> {
         }
         _ => return Err(nf()),
     };
-    let zone_s = zone.map(str::to_string);
+    // Operations live at their scope: `zones/Z/operations`, `regions/R/operations`, `global`.
+    let zone_s = match scope {
+        Scope::Zonal => zone.map(|z| format!("zones/{z}")),
+        Scope::Regional => zone.map(|r| format!("regions/{r}")),
+        _ => None,
+    };
     match coll_segs {
         ["operations"] if m == Method::GET => return Ok(Call::OpList(project.into(), zone_s)),
         ["operations", name] if m == Method::GET => {
@@ -150,6 +156,16 @@ pub(crate) fn route(req: &ApiRequest) -> Result<Call, ApiError> {
     })
 }
 
+/// The operations collection of an operation location: globalOperations, zoneOperations or
+/// regionOperations (Compute API v1 reference).
+fn operations_api(location: Option<&str>) -> &'static str {
+    match location {
+        Some(l) if l.starts_with("regions/") => "regionOperations",
+        Some(_) => "zoneOperations",
+        None => "globalOperations",
+    }
+}
+
 /// Whether `{segment}/{name}/{verb}` is one of the global custom methods whose v1 path has no
 /// `/global/` segment. The real API serves these only there; the `/global/...` form is a 404.
 fn legacy_global_verb(segment: &str, verb: &str) -> bool {
@@ -176,38 +192,10 @@ pub(crate) fn method_id(call: &Call) -> String {
         Call::ZoneGet(..) => ("zones", "get"),
         Call::ProjectGet(_) => ("projects", "get"),
         Call::ProjectVerb(_, v) => ("projects", v),
-        Call::OpList(_, z) => (
-            if z.is_some() {
-                "zoneOperations"
-            } else {
-                "globalOperations"
-            },
-            "list",
-        ),
-        Call::OpGet(_, z, _) => (
-            if z.is_some() {
-                "zoneOperations"
-            } else {
-                "globalOperations"
-            },
-            "get",
-        ),
-        Call::OpWait(_, z, _) => (
-            if z.is_some() {
-                "zoneOperations"
-            } else {
-                "globalOperations"
-            },
-            "wait",
-        ),
-        Call::OpDelete(_, z, _) => (
-            if z.is_some() {
-                "zoneOperations"
-            } else {
-                "globalOperations"
-            },
-            "delete",
-        ),
+        Call::OpList(_, z) => (operations_api(z.as_deref()), "list"),
+        Call::OpGet(_, z, _) => (operations_api(z.as_deref()), "get"),
+        Call::OpWait(_, z, _) => (operations_api(z.as_deref()), "wait"),
+        Call::OpDelete(_, z, _) => (operations_api(z.as_deref()), "delete"),
     };
     format!("compute.{api}.{verb}")
 }

@@ -23,6 +23,26 @@ const CLASSIC_PROXY_PORTS: &[u16] = &[
 /// load balancers allow), `IPProtocol` TCP, scheme EXTERNAL or EXTERNAL_MANAGED; the
 /// (address, port) pair must be free.
 pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
+    let port = prepare_frontend(
+        cx,
+        r,
+        &[
+            "targetHttpProxies",
+            "targetHttpsProxies",
+            "targetTcpProxies",
+            "targetSslProxies",
+        ],
+    )?;
+    let ip = resolve_ip(cx, r)?;
+    check_free(cx, ip, port)?;
+    r.insert("IPAddress".into(), ip.to_string().into());
+    Ok(())
+}
+
+/// What global and regional forwarding rules to target proxies share: `IPProtocol` TCP, the
+/// enums, `target` (one of `targets`, required) and `portRange` (normalised to `P-P`); returns
+/// the port.
+pub fn prepare_frontend(cx: &Prepare<'_>, r: &mut Obj, targets: &[&str]) -> Result<u16, ApiError> {
     validate::opt_str(r, "resource", "description")?;
     validate::enum_field(
         r,
@@ -60,17 +80,7 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
     )?;
     validate::enum_field(r, "resource", "ipVersion", &["IPV4", "IPV6"], None)?;
     let target = cx
-        .ref_field(
-            r,
-            "resource",
-            "target",
-            &[
-                "targetHttpProxies",
-                "targetHttpsProxies",
-                "targetTcpProxies",
-                "targetSslProxies",
-            ],
-        )?
+        .ref_field(r, "resource", "target", targets)?
         .ok_or_else(|| ApiError::required("resource.target"))?;
     let https = target.contains("/targetHttpsProxies/");
     let stream = target.contains("/targetTcpProxies/") || target.contains("/targetSslProxies/");
@@ -114,7 +124,11 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
         ));
     }
     r.insert("portRange".into(), format!("{port}-{port}").into());
-    let ip = resolve_ip(cx, r)?;
+    Ok(port)
+}
+
+/// Refuses an (address, port) pair another forwarding rule already serves.
+pub fn check_free(cx: &Prepare<'_>, ip: Ipv4Addr, port: u16) -> Result<(), ApiError> {
     for owner in cx.state.ip_owners(ip) {
         if owner.as_str() == cx.key || !owner.contains("/forwardingRules/") {
             continue;
@@ -134,7 +148,6 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
             ));
         }
     }
-    r.insert("IPAddress".into(), ip.to_string().into());
     Ok(())
 }
 

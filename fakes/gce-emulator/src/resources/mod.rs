@@ -2,8 +2,10 @@
 //! it. Each module validates and normalises a request body into the stored wire JSON
 //! (`prepare`), following the Compute Engine API v1 reference for that resource.
 
+pub mod addresses;
 pub mod backend_services;
 pub mod firewalls;
+pub mod forwarding_rules;
 pub mod global_addresses;
 pub mod global_forwarding_rules;
 pub mod health_checks;
@@ -12,9 +14,17 @@ pub mod instances;
 pub mod network_endpoint_groups;
 pub mod networks;
 pub mod projects;
+pub mod region_backend_services;
+pub mod region_health_checks;
+pub mod region_ssl_certificates;
+pub mod region_target_http_proxies;
+pub mod region_target_https_proxies;
+pub mod region_url_maps;
+pub mod regional;
 pub mod security_policies;
 pub mod ssl_certificates;
 pub mod ssl_policies;
+pub mod subnetworks;
 pub mod target_http_proxies;
 pub mod target_https_proxies;
 pub mod target_ssl_proxies;
@@ -257,6 +267,99 @@ pub static COLLECTIONS: &[Collection] = &[
         upd = true,
         w = true
     ),
+    // Regional twins (Compute API v1: `regionHealthChecks`, `regionBackendServices`, ...) and
+    // the regional-only collections, for regional (internal and external managed) load
+    // balancers; `resources::regional` holds what they share.
+    coll!(
+        "subnetworks",
+        "subnetworks",
+        "subnetwork",
+        Scope::Regional,
+        fp = true,
+        lfp = false,
+        upd = true,
+        w = true
+    ),
+    coll!(
+        "healthChecks",
+        "regionHealthChecks",
+        "healthCheck",
+        Scope::Regional,
+        fp = false,
+        lfp = false,
+        upd = true,
+        w = true
+    ),
+    coll!(
+        "backendServices",
+        "regionBackendServices",
+        "backendService",
+        Scope::Regional,
+        fp = true,
+        lfp = false,
+        upd = true,
+        w = true
+    ),
+    coll!(
+        "urlMaps",
+        "regionUrlMaps",
+        "urlMap",
+        Scope::Regional,
+        fp = true,
+        lfp = false,
+        upd = true,
+        w = true
+    ),
+    coll!(
+        "sslCertificates",
+        "regionSslCertificates",
+        "sslCertificate",
+        Scope::Regional,
+        fp = false,
+        lfp = false,
+        upd = false,
+        w = true
+    ),
+    coll!(
+        "targetHttpProxies",
+        "regionTargetHttpProxies",
+        "targetHttpProxy",
+        Scope::Regional,
+        fp = true,
+        lfp = false,
+        upd = true,
+        w = true
+    ),
+    coll!(
+        "targetHttpsProxies",
+        "regionTargetHttpsProxies",
+        "targetHttpsProxy",
+        Scope::Regional,
+        fp = true,
+        lfp = false,
+        upd = true,
+        w = true
+    ),
+    coll!(
+        "addresses",
+        "addresses",
+        "address",
+        Scope::Regional,
+        fp = false,
+        lfp = true,
+        upd = false,
+        w = true
+    ),
+    coll!(
+        "forwardingRules",
+        "forwardingRules",
+        "forwardingRule",
+        Scope::Regional,
+        fp = true,
+        lfp = true,
+        upd = true,
+        w = true
+    ),
     coll!(
         "zones",
         "zones",
@@ -269,21 +372,11 @@ pub static COLLECTIONS: &[Collection] = &[
     ),
 ];
 
-/// Collections served for `get` and `list` only: zonal instanceGroups, and the regional twins
-/// of the global collections that garbage collectors list (GKE's Ingress controller lists
-/// regional URL maps and backend services on every sync). Regional ones become writable, in
-/// [`COLLECTIONS`], with regional load balancers.
+/// Collections served for `get` and `list` only: zonal instanceGroups (instance groups are
+/// not emulated; NEGs are).
 #[rustfmt::skip]
 pub static READ_ONLY: &[Collection] = &[
     read_only!("instanceGroups", "instanceGroups", "instanceGroup", Scope::Zonal),
-    read_only!("urlMaps", "regionUrlMaps", "urlMap", Scope::Regional),
-    read_only!("backendServices", "regionBackendServices", "backendService", Scope::Regional),
-    read_only!("healthChecks", "regionHealthChecks", "healthCheck", Scope::Regional),
-    read_only!("targetHttpProxies", "regionTargetHttpProxies", "targetHttpProxy", Scope::Regional),
-    read_only!("targetHttpsProxies", "regionTargetHttpsProxies", "targetHttpsProxy", Scope::Regional),
-    read_only!("sslCertificates", "regionSslCertificates", "sslCertificate", Scope::Regional),
-    read_only!("forwardingRules", "forwardingRules", "forwardingRule", Scope::Regional),
-    read_only!("addresses", "addresses", "address", Scope::Regional),
 ];
 
 /// Every collection served: [`COLLECTIONS`], then [`READ_ONLY`].
@@ -296,14 +389,6 @@ pub fn all() -> impl Iterator<Item = &'static Collection> {
 pub fn refuse_write(coll: &Collection) -> ApiError {
     match coll.scope {
         Scope::Zonal if coll.segment == "instanceGroups" => instance_groups::refuse_write(),
-        Scope::Regional => ApiError::new(
-            400,
-            "invalid",
-            format!(
-                "Regional {} are not emulated: they answer get and list (empty) only; use the global collection (global load balancers).",
-                coll.segment
-            ),
-        ),
         _ => ApiError::new(
             400,
             "invalid",
@@ -486,7 +571,10 @@ impl Prepare<'_> {
 /// output-only fields removed and a valid name.
 pub fn prepare(coll: &Collection, cx: &Prepare<'_>, body: &mut Obj) -> Result<(), ApiError> {
     validate::labels(body, "resource")?;
-    match coll.segment {
+    if coll.scope == Scope::Regional {
+        return regional::prepare(coll, cx, body);
+    }
+    let done = match coll.segment {
         "networks" => networks::prepare(cx, body),
         "firewalls" => firewalls::prepare(cx, body),
         "instances" => instances::prepare(cx, body),
@@ -508,7 +596,9 @@ pub fn prepare(coll: &Collection, cx: &Prepare<'_>, body: &mut Obj) -> Result<()
             "badRequest",
             format!("{} cannot be written", coll.segment),
         )),
-    }
+    };
+    done?;
+    regional::refuse_regional_references(body)
 }
 
 /// Fields clients may send but the server owns; dropped from request bodies.
