@@ -94,15 +94,15 @@ fn names<T>(items: Vec<Arc<T>>, name: impl Fn(&T) -> Option<&String>) -> Vec<Str
 /// Deletes are sent this many at a time within one phase of garbage collection.
 pub const GC_CONCURRENCY: usize = 16;
 
-/// Runs `delete` for every name at once (at most [`GC_CONCURRENCY`] in flight), skipping the
-/// ones still in use; keeps every change, returns the first other error.
-async fn delete_each<F, Fut>(
-    names: Vec<String>,
+/// Runs `delete` for every name (or `(zone, name)`) at once (at most [`GC_CONCURRENCY`] in
+/// flight), skipping the ones still in use; keeps every change, returns the first other error.
+async fn delete_each<N, F, Fut>(
+    names: Vec<N>,
     changes: &mut Changes,
     delete: F,
 ) -> Result<(), SyncError>
 where
-    F: Fn(String) -> Fut,
+    F: Fn(N) -> Fut,
     Fut: Future<Output = (Changes, Result<(), SyncError>)>,
 {
     let results: Vec<(Changes, Result<(), SyncError>)> = futures::stream::iter(names)
@@ -234,12 +234,17 @@ pub async fn collect_garbage(
         .aggregated_list_network_endpoint_groups()
         .await
         .map_err(list_err(network_endpoint_groups::KIND))?;
-    for (zone, neg) in negs {
-        let Some(name) = neg.name else { continue };
-        if live.stale_neg(&zone, &name) {
-            skip_in_use(network_endpoint_groups::delete(compute, &zone, &name, changes).await)?;
-        }
-    }
+    let stale = negs
+        .into_iter()
+        .filter_map(|(zone, neg)| Some((zone, neg.name?)))
+        .filter(|(zone, name)| live.stale_neg(zone, name))
+        .collect();
+    delete_each(stale, changes, |(zone, name)| async move {
+        let mut c = Changes::new();
+        let r = network_endpoint_groups::delete(compute, &zone, &name, &mut c).await;
+        (c, r)
+    })
+    .await?;
     let checks = compute
         .observed_all::<model::HealthCheck>()
         .await

@@ -78,6 +78,8 @@ V2_EXTRA = {
     "apis_authorization.k8s.io_v1": ["selfsubjectaccessreviews", "subjectaccessreviews",
                                      "localsubjectaccessreviews", "selfsubjectrulesreviews"],
     "apis_authentication.k8s.io_v1": ["tokenreviews", "selfsubjectreviews"],
+    # A real server's /openapi/v2 documents policy/v1 too (clients that still read v2 need it).
+    "apis_policy_v1": ["poddisruptionbudgets", "poddisruptionbudgets/status"],
 }
 
 def stem_of(path):

@@ -107,6 +107,12 @@ fn kubectl_apply_k_deploy_dry_run_then_real_apply() {
         out.contains("clusterrole.rbac.authorization.k8s.io/gclb-operator unchanged"),
         "{out}"
     );
+    // As on a real server (tests/real_api_tier.rs): the PodDisruptionBudget's `spec.selector`
+    // has patch strategy `replace`, so kubectl's patch for it is never empty.
+    assert!(
+        out.contains("poddisruptionbudget.policy/gclb-operator configured"),
+        "{out}"
+    );
 }
 
 #[test]
