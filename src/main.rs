@@ -91,9 +91,15 @@ struct RunArgs {
     #[arg(long, env = "GCLB_TAKEOVER", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     takeover: bool,
     /// IngressClass name / `kubernetes.io/ingress.class` value this operator owns (default:
-    /// `gclb`, or `gce` with --takeover).
+    /// `gclb`, or `gce` with --takeover); a comma-separated list serves each class in it
+    /// (Contour's `--ingress-class-name`).
     #[arg(long, env = "GCLB_INGRESS_CLASS")]
     ingress_class: Option<String>,
+    /// Address published in every Ingress's `status.loadBalancer` instead of its load
+    /// balancer IP: an IP, or a DNS name (published as `hostname`), e.g. a name that points at
+    /// the static addresses (Contour's `--ingress-status-address`).
+    #[arg(long, env = "GCLB_INGRESS_STATUS_ADDRESS")]
+    ingress_status_address: Option<String>,
     /// Seconds between full resyncs of every Ingress.
     #[arg(long, default_value_t = 600)]
     resync_period: u64,
@@ -436,6 +442,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         translate: translate.clone(),
         resync_period: Duration::from_secs(args.resync_period.max(1)),
         workers: args.workers.max(1),
+        status_address: args.ingress_status_address.clone(),
     };
     // ManagedCertificate controller (gke-managed-certs): off by itself when the CRD is absent.
     if args.managed_certificates {

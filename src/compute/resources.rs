@@ -130,6 +130,9 @@ macro_rules! global_verb {
 }
 
 impl Compute {
+    global_crud!(client: security_policies, model: SecurityPolicy, api: "securityPolicies",
+        setter: set_security_policy, get: get_security_policy, insert: insert_security_policy,
+        delete: delete_security_policy, list: list_security_policies);
     global_crud!(client: url_maps, model: UrlMap, api: "urlMaps", setter: set_url_map,
         get: get_url_map, insert: insert_url_map, delete: delete_url_map, list: list_url_maps);
     global_verb!(update_url_map, client: url_maps, verb: update, api: "urlMaps.update",

@@ -166,6 +166,7 @@ impl Context {
         let mut live = LiveSet {
             scheme: t.mode.scheme(),
             cluster_uid: t.cluster_uid.clone(),
+            security_policy_prefix: crate::translate::ncp::security_policy_prefix(t),
             ..LiveSet::default()
         };
         for ingress in self.live_ingresses(snapshot, exclude) {
@@ -180,6 +181,12 @@ impl Context {
                 })
             {
                 live.backends.extend(desired.backends.keys().cloned());
+                live.security_policies.extend(
+                    desired
+                        .security_policy
+                        .iter()
+                        .filter_map(|p| p.name.clone()),
+                );
                 for backend in desired.backends.values() {
                     live.negs.extend(backend.negs.iter().map(|n| {
                         let name = n.neg.name.clone().unwrap_or_default();

@@ -35,6 +35,7 @@ pub mod mapping;
 pub mod metrics;
 #[cfg(test)]
 mod panic_tests;
+pub mod problems;
 pub mod prune;
 pub mod reconcile;
 pub mod status;
@@ -98,6 +99,10 @@ pub struct Config {
     pub resync_period: Duration,
     /// Concurrent reconciles (`--workers`).
     pub workers: u16,
+    /// `--ingress-status-address`: published in every Ingress's `status.loadBalancer` instead
+    /// of the forwarding rules' IP (an IP as `ip`, a DNS name as `hostname`; Contour's flag of
+    /// the same name, reference 004 "Status").
+    pub status_address: Option<String>,
 }
 
 /// Errors of one reconcile.

@@ -11,9 +11,9 @@ use kube::{Api, ResourceExt};
 use tracing::{info, instrument, warn};
 
 use super::context::key_string;
-use super::{finalizer_for, status, Context, Error, ERROR_REQUEUE, HEALTH_REFRESH};
-use crate::sync::backend_services;
+use super::{finalizer_for, problems, status, Context, Error, ERROR_REQUEUE, HEALTH_REFRESH};
 use crate::sync::ingress::{delete_frontend, sync_backends, sync_frontend, FrontendStatus};
+use crate::sync::{backend_services, security_policies};
 use crate::sync::{Changes, SyncError};
 use crate::translate::namer::FrontendNamer;
 use crate::translate::{
@@ -86,6 +86,11 @@ async fn apply(
     let key = ObjectKey::of(&*ingress);
     ctx.observe_change(&key, &ingress);
     let t = &ctx.config.translate;
+    let api: Api<Ingress> = Api::namespaced(ctx.client.clone(), &key.namespace);
+    let kube_err = |source| Error::Kube {
+        ingress: key_string(&key),
+        source,
+    };
     let desired = match translate_ingress(&snapshot, &ingress, t) {
         Ok(d) => {
             ctx.last_desired.resolve::<()>(&key, Ok(d.clone()));
@@ -101,10 +106,26 @@ async fn apply(
                 format!("Translation failed: invalid ingress spec: {e}"),
             )
             .await;
+            let value = problems::error_value(&e);
+            if let Some(patch) = problems::patch(&ingress, problems::ERROR, Some(&value)) {
+                api.patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
+                    .await
+                    .map_err(kube_err)?;
+            }
             ctx.metrics.sync("translate");
             return Ok(Action::requeue(ctx.config.resync_period));
         }
     };
+    let warning = problems::warning_value(&desired.findings);
+    let fixed = [
+        problems::patch(&ingress, problems::ERROR, None),
+        problems::patch(&ingress, problems::WARNING, warning.as_deref()),
+    ];
+    for patch in fixed.into_iter().flatten() {
+        api.patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .map_err(kube_err)?;
+    }
     for finding in &desired.findings {
         ctx.event(
             &ingress,
@@ -158,18 +179,19 @@ async fn apply(
         });
     }
 
-    let api: Api<Ingress> = Api::namespaced(ctx.client.clone(), &key.namespace);
-    let kube_err = |source| Error::Kube {
-        ingress: key_string(&key),
-        source,
-    };
     if let Some(ip) = &status.ip {
-        if let Some(patch) = status::status_patch(&ingress, ip) {
+        let published = ctx.config.status_address.as_deref().unwrap_or(ip);
+        if let Some(patch) = status::published_patch(&ingress, published) {
             api.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(patch))
                 .await
                 .map_err(kube_err)?;
-            ctx.event(&ingress, false, "IPChanged", format!("IP is now {ip}"))
-                .await;
+            ctx.event(
+                &ingress,
+                false,
+                "IPChanged",
+                format!("IP is now {published}"),
+            )
+            .await;
         }
     }
     let mut health = BTreeMap::new();
@@ -239,6 +261,11 @@ async fn sync_load_balancer(
         None => None,
     };
     let _shared = ctx.gc_lock.read().await;
+    if let Some(policy) = &desired.security_policy {
+        security_policies::ensure(&ctx.compute, policy, changes)
+            .await
+            .map_err(sync_err)?;
+    }
     sync_backends(&ctx.compute, &ctx.locks, &desired.backends, changes)
         .await
         .map_err(sync_err)?;

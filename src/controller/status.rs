@@ -143,6 +143,24 @@ pub fn status_patch(ingress: &Ingress, ip: &str) -> Option<Value> {
     Some(json!({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}))
 }
 
+/// A merge patch publishing `address` in `status.loadBalancer.ingress[]`: an IP as `ip`,
+/// anything else (a DNS name) as `hostname`, as Contour's `--ingress-status-address` does
+/// (reference 004, "Status"); `None` when it is already the only entry.
+pub fn published_patch(ingress: &Ingress, address: &str) -> Option<Value> {
+    if address.parse::<std::net::IpAddr>().is_ok() {
+        return status_patch(ingress, address);
+    }
+    let entries = ingress
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_ref());
+    let only_it = entries.is_some_and(|list| {
+        list.len() == 1 && list[0].hostname.as_deref() == Some(address) && list[0].ip.is_none()
+    });
+    (!only_it).then(|| json!({"status": {"loadBalancer": {"ingress": [{"hostname": address}]}}}))
+}
+
 #[cfg(test)]
 mod tests {
     use google_cloud_compute_v1::model;
@@ -175,6 +193,23 @@ mod tests {
         assert_eq!(
             patch["metadata"]["annotations"][HTTPS_TARGET_PROXY],
             Value::Null
+        );
+    }
+
+    #[test]
+    fn published_address_is_a_hostname_or_an_ip() {
+        let mut ingress = Ingress::default();
+        let patch = published_patch(&ingress, "lb.example.com").unwrap();
+        assert_eq!(
+            patch["status"]["loadBalancer"]["ingress"][0]["hostname"],
+            "lb.example.com"
+        );
+        ingress.status = serde_json::from_value(patch["status"].clone()).unwrap();
+        assert_eq!(published_patch(&ingress, "lb.example.com"), None);
+        let patch = published_patch(&ingress, "192.0.2.7").unwrap();
+        assert_eq!(
+            patch["status"]["loadBalancer"]["ingress"][0]["ip"],
+            "192.0.2.7"
         );
     }
 

@@ -14,7 +14,8 @@ use google_cloud_compute_v1::model;
 
 use super::{
     addresses, backend_services, forwarding_rules, health_checks, network_endpoint_groups,
-    ssl_certificates, target_http_proxies, target_https_proxies, url_maps, Changes, SyncError,
+    security_policies, ssl_certificates, target_http_proxies, target_https_proxies, url_maps,
+    Changes, SyncError,
 };
 use crate::compute::{Compute, ErrorKind};
 use crate::translate::namer;
@@ -35,6 +36,10 @@ pub struct LiveSet {
     /// NEGs wanted, as `(zone, name)`: a backend's NEG in a zone the cluster has left is
     /// garbage even though the backend is not.
     pub negs: BTreeSet<(String, String)>,
+    /// `k8s2-sp-<uid8>-` prefix of this cluster's whitelist security policies.
+    pub security_policy_prefix: String,
+    /// Whitelist security policies wanted by translated Ingresses.
+    pub security_policies: BTreeSet<String>,
 }
 
 impl LiveSet {
@@ -251,6 +256,21 @@ pub async fn collect_garbage(
     delete_each(stale, changes, |name| async move {
         let mut c = Changes::new();
         let r = health_checks::delete(compute, &name, &mut c).await;
+        (c, r)
+    })
+    .await?;
+    // After the backend services: a policy is in use while one names it.
+    if live.security_policy_prefix.is_empty() {
+        return Ok(());
+    }
+    let stale = security_policies::list_ours(compute, &live.security_policy_prefix)
+        .await?
+        .into_iter()
+        .filter(|n| !live.security_policies.contains(n))
+        .collect();
+    delete_each(stale, changes, |name| async move {
+        let mut c = Changes::new();
+        let r = security_policies::delete(compute, &name, &mut c).await;
         (c, r)
     })
     .await

@@ -21,6 +21,7 @@ pub mod gc;
 pub mod health_checks;
 pub mod ingress;
 pub mod network_endpoint_groups;
+pub mod security_policies;
 pub mod ssl_certificates;
 pub mod target_http_proxies;
 pub mod target_https_proxies;

@@ -123,6 +123,9 @@ pub struct DesiredIngress {
     pub backends: BTreeMap<String, DesiredBackend>,
     /// Per-Ingress frontend resources.
     pub frontend: DesiredFrontend,
+    /// The Cloud Armor policy of `ncp/whitelist-source-range` that some of `backends` name in
+    /// `securityPolicy` (see `translate::source_ranges`); content-addressed, so never updated.
+    pub security_policy: Option<model::SecurityPolicy>,
     /// Warnings that did not stop translation (path collisions, missing TLS Secret...).
     pub findings: Vec<Finding>,
 }
@@ -196,6 +199,10 @@ impl DesiredIngress {
             .iter()
             .map(|x| json!({"warning": x.warning, "reason": x.reason, "message": x.message}))
             .collect();
-        json!({"backends": backends, "frontend": frontend, "findings": findings})
+        let mut out = json!({"backends": backends, "frontend": frontend, "findings": findings});
+        if let Some(policy) = &self.security_policy {
+            out["securityPolicy"] = to_json_value(policy);
+        }
+        out
     }
 }

@@ -7,6 +7,9 @@
 //!   there is at least one certificate. Both rules use the same address: the static one when
 //!   named, else the one the API allocated for the HTTP rule (filled in by `sync`).
 //! - FrontendConfig `redirectToHttps`: the HTTP proxy points at a redirect URL map `k8s2-rm-`.
+//! - `ncp/http-redirect: "true"` (reference 002): the same redirect URL map (301), and it wins
+//!   over `allow-http: "false"` as NCP documents (the HTTP frontend exists only to redirect).
+//!   Without any certificate it is refused, as NCP marks such an Ingress INVALID_INGRESS.
 //! - FrontendConfig `sslPolicy`: absent leaves the proxy's policy alone (`ssl_policy: None`),
 //!   `""` removes it (`Some("")`), a name sets `projects/{p}/global/sslPolicies/{name}`.
 
@@ -16,6 +19,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use super::annotations;
 use super::certificates::{certificates, MAX_CERTIFICATES};
 use super::namer::{self, FrontendNamer};
+use super::ncp::{self, NcpOptions};
 use super::url_map::ingress_description;
 use super::{
     ClusterSnapshot, DesiredFrontend, Finding, ObjectKey, TranslateConfig, TranslateError,
@@ -32,11 +36,13 @@ pub fn frontend(
     ingress: &Ingress,
     namer: &FrontendNamer,
     url_map: model::UrlMap,
+    ncp_options: &NcpOptions,
     findings: &mut Vec<Finding>,
 ) -> Result<DesiredFrontend, TranslateError> {
     let key = ObjectKey::of(ingress);
     let description = ingress_description(&key);
-    let allow_http = annotations::allow_http(ingress);
+    let ncp_redirect = ncp_options.http_redirect;
+    let allow_http = annotations::allow_http(ingress) || ncp_redirect;
     let certs = certificates(snapshot, config, ingress, namer)?;
     findings.extend(certs.findings);
     if certs.references.len() > MAX_CERTIFICATES {
@@ -44,6 +50,14 @@ pub fn frontend(
             ingress: key.to_string(),
             count: certs.references.len(),
             max: MAX_CERTIFICATES,
+        });
+    }
+    if ncp_redirect && certs.references.is_empty() {
+        return Err(TranslateError::InvalidAnnotation {
+            kind: "Ingress",
+            object: key.to_string(),
+            annotation: ncp::HTTP_REDIRECT.to_owned(),
+            reason: "the Ingress has no certificate to redirect to (no spec.tls Secret, pre-shared or managed certificate); add one or remove the annotation".to_owned(),
         });
     }
     if !allow_http && certs.references.is_empty() {
@@ -72,14 +86,16 @@ pub fn frontend(
     };
     let url_map_ref = config.global_ref("urlMaps", &namer.url_map());
 
-    let redirect_url_map = frontend_config
+    let from_frontend_config = frontend_config
         .as_ref()
         .and_then(|fc| fc.redirect_to_https.as_ref())
         .filter(|r| r.enabled && allow_http)
-        .map(|r| {
+        .map(|r| r.response_code_name.unwrap_or_default());
+    let redirect_url_map = from_frontend_config
+        .or(ncp_redirect.then(Default::default))
+        .map(|code| {
             let mut action = model::HttpRedirectAction::default();
             action.https_redirect = Some(true);
-            let code = r.response_code_name.unwrap_or_default();
             action.redirect_response_code = Some(http_redirect_action::RedirectResponseCode::from(
                 code.as_str(),
             ));

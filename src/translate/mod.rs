@@ -18,10 +18,12 @@ pub mod frontend;
 pub mod health_check;
 pub mod hosts;
 pub mod namer;
+pub mod ncp;
 pub mod ownership;
 pub mod paths;
 pub mod service_ports;
 pub mod snapshot;
+pub mod source_ranges;
 pub mod url_map;
 
 pub use desired::*;
@@ -116,7 +118,9 @@ pub struct TranslateConfig {
     /// controller it answers to, whether "no class" can be its, and its resource names.
     pub mode: Mode,
     /// IngressClass name / `kubernetes.io/ingress.class` value this operator owns
-    /// ([`Mode::default_class`] unless `--ingress-class` says otherwise).
+    /// ([`Mode::default_class`] unless `--ingress-class` says otherwise); a comma-separated
+    /// list serves each class in it, as Contour's `--ingress-class-name` does (reference 004,
+    /// "IngressClass and IngressClass Name"; see [`TranslateConfig::serves_class`]).
     pub ingress_class: String,
     /// Default backend Service when an Ingress has no spec.defaultBackend (GKE:
     /// kube-system/default-http-backend, port name "http"): (namespace, service, port name or
@@ -164,6 +168,15 @@ impl TranslateConfig {
         self.mode = mode;
         self.ingress_class = mode.default_class().to_owned();
         self
+    }
+
+    /// Whether `class` (an annotation value, or an `ingressClassName` without an IngressClass
+    /// object) is one of the comma-separated names of [`TranslateConfig::ingress_class`].
+    pub fn serves_class(&self, class: &str) -> bool {
+        self.ingress_class
+            .split(',')
+            .map(str::trim)
+            .any(|c| !c.is_empty() && c == class)
     }
 
     /// Names of one Ingress's frontend resources.
@@ -245,8 +258,24 @@ pub fn translate_ingress(
         default.key.port,
     );
     let default_ref = config.global_ref("backendServices", &default_name);
-    let plan = url_map::url_map(snapshot, config, ingress, &namer.url_map(), &default_ref)?;
+    let ncp_options = ncp::options(ingress)?;
+    let plan = url_map::url_map(
+        snapshot,
+        config,
+        ingress,
+        &namer.url_map(),
+        &default_ref,
+        &ncp_options,
+    )?;
     let mut findings = plan.findings;
+    findings.extend(ncp::unsupported_findings(
+        ingress,
+        &[
+            ncp::HTTP_REDIRECT,
+            ncp::USE_REGEX,
+            ncp::WHITELIST_SOURCE_RANGE,
+        ],
+    ));
 
     let mut backends = std::collections::BTreeMap::new();
     for resolved in std::iter::once(&default).chain(plan.backends.iter()) {
@@ -263,11 +292,21 @@ pub fn translate_ingress(
         ingress,
         &namer,
         plan.url_map,
+        &ncp_options,
         &mut findings,
     )?;
+    let security_policy = source_ranges::apply(
+        snapshot,
+        config,
+        ingress,
+        &ncp_options,
+        &mut backends,
+        &mut findings,
+    );
     Ok(DesiredIngress {
         backends,
         frontend,
+        security_policy,
         findings,
     })
 }

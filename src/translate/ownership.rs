@@ -38,7 +38,7 @@ pub fn owns_ingress(
         .map(String::as_str)
         .unwrap_or("");
     if !annotation.is_empty() {
-        return annotation == config.ingress_class;
+        return config.serves_class(annotation);
     }
     let class_name = ingress
         .spec
@@ -48,7 +48,7 @@ pub fn owns_ingress(
     if let Some(name) = class_name.filter(|n| !n.is_empty()) {
         return match snapshot.ingress_classes.get(&ObjectKey::new("", name)) {
             Some(class) => is_ours(class, controller),
-            None => name == config.ingress_class,
+            None => config.serves_class(name),
         };
     }
     let mut defaults = snapshot

@@ -19,6 +19,15 @@
 //! - Output is sorted (hosts, patterns), so the same Ingress gives the same URL map whatever
 //!   order its rules and paths are in.
 //! - pathMatcher names are `host` + a hash of the host (see [`namer::path_matcher`]).
+//! - NCP annotations ([`super::ncp`]): with `ncp/use-regex: "true"`, ImplementationSpecific
+//!   paths are whole-path regular expressions (`regexMatch`, RE2), tried after every exact and
+//!   prefix pattern of their host, longest expression first (NCP 3.0.2's order: Exact, Prefix,
+//!   then regex). Exact and Prefix paths keep their Kubernetes meaning: a Prefix `/foo` matches
+//!   `/foo` itself, which NCP's Prefix does not (Kubernetes wins: the same manifest means the same
+//!   under every conformant controller). `ingress.kubernetes.io/rewrite-target` gives every path
+//!   route a `urlRewrite.pathPrefixRewrite`: an exact pattern becomes the target, a prefix
+//!   pattern `/p/` becomes the target with a trailing `/`, so `/p/rest` reaches the backend as
+//!   `<target>/rest`. Both force `routeRules`, the only carrier of regexes and rewrites.
 
 use std::collections::BTreeMap;
 
@@ -26,6 +35,7 @@ use google_cloud_compute_v1::model;
 use k8s_openapi::api::networking::v1::Ingress;
 
 use super::hosts;
+use super::ncp::{NcpOptions, REWRITE_TARGET};
 use super::paths::{gce_paths, PathError};
 use super::service_ports::{resolve_ingress_backend, ResolvedBackend};
 use super::{namer, ClusterSnapshot, Finding, ObjectKey, TranslateConfig, TranslateError};
@@ -73,6 +83,7 @@ pub fn url_map<'a>(
     ingress: &Ingress,
     name: &str,
     default_service: &str,
+    ncp: &NcpOptions,
 ) -> Result<UrlMapPlan<'a>, TranslateError> {
     let key = ObjectKey::of(ingress);
     // host -> GCE pattern -> claims
@@ -101,19 +112,25 @@ pub fn url_map<'a>(
         for (j, path) in http.paths.iter().enumerate() {
             let field = format!("spec.rules[{i}].http.paths[{j}]");
             let path_type = Some(path.path_type.as_str()).filter(|t| !t.is_empty());
-            let gce = gce_paths(path_type, path.path.as_deref()).map_err(|e| match e {
-                PathError::Invalid(reason) => TranslateError::InvalidPath {
-                    ingress: key.to_string(),
-                    field: format!("{field}.path"),
-                    path: path.path.clone().unwrap_or_default(),
-                    reason: reason.to_owned(),
-                },
-                PathError::UnknownPathType(t) => TranslateError::UnknownPathType {
-                    ingress: key.to_string(),
-                    field: format!("{field}.pathType"),
-                    path_type: t,
-                },
-            })?;
+            let regex = ncp.use_regex
+                && path_type.unwrap_or("ImplementationSpecific") == "ImplementationSpecific";
+            let gce = if regex {
+                regex_pattern(&key, &field, path.path.as_deref(), ncp)?
+            } else {
+                gce_paths(path_type, path.path.as_deref()).map_err(|e| match e {
+                    PathError::Invalid(reason) => TranslateError::InvalidPath {
+                        ingress: key.to_string(),
+                        field: format!("{field}.path"),
+                        path: path.path.clone().unwrap_or_default(),
+                        reason: reason.to_owned(),
+                    },
+                    PathError::UnknownPathType(t) => TranslateError::UnknownPathType {
+                        ingress: key.to_string(),
+                        field: format!("{field}.pathType"),
+                        path_type: t,
+                    },
+                })?
+            };
             let resolved = resolve_ingress_backend(
                 snapshot,
                 &key,
@@ -160,8 +177,10 @@ pub fn url_map<'a>(
         pm.name = Some(matcher);
         pm.default_service = Some(default_service.to_owned());
         let service = |backend: &str| config.global_ref("backendServices", backend);
-        if needs_route_rules(&routes) {
-            pm.route_rules = route_rules(&routes, service);
+        let ncp_routes =
+            ncp.rewrite_target.is_some() || routes.keys().any(|p| p.starts_with(REGEX_MARK));
+        if ncp_routes || needs_route_rules(&routes) {
+            pm.route_rules = route_rules(&routes, service, ncp.rewrite_target.as_deref());
         } else {
             pm.path_rules = routes
                 .iter()
@@ -232,29 +251,101 @@ fn needs_route_rules(routes: &BTreeMap<String, String>) -> bool {
     })
 }
 
+/// Marks a pattern key that is a regular expression (GCE patterns always start with `/`).
+const REGEX_MARK: char = '~';
+
+/// The pattern key of an ImplementationSpecific path under `ncp/use-regex`: the path as a
+/// regular expression, checked to compile (RE2 syntax; the data plane anchors it at both ends).
+///
+/// # Errors
+/// An empty path, an expression that does not compile, or a rewrite target beside it (Compute's
+/// `pathPrefixRewrite` replaces a matched prefix; a regex route has none).
+fn regex_pattern(
+    key: &ObjectKey,
+    field: &str,
+    path: Option<&str>,
+    ncp: &NcpOptions,
+) -> Result<Vec<String>, TranslateError> {
+    let path = path.unwrap_or_default();
+    let bad = |reason: String| TranslateError::InvalidPath {
+        ingress: key.to_string(),
+        field: format!("{field}.path"),
+        path: path.to_owned(),
+        reason,
+    };
+    if path.is_empty() {
+        return Err(bad("an ncp/use-regex path must not be empty".to_owned()));
+    }
+    if let Err(e) = regex::Regex::new(&format!("^(?:{path})$")) {
+        return Err(bad(format!(
+            "not a regular expression (ncp/use-regex): {e}"
+        )));
+    }
+    if ncp.rewrite_target.is_some() {
+        return Err(TranslateError::InvalidAnnotation {
+            kind: "Ingress",
+            object: key.to_string(),
+            annotation: REWRITE_TARGET.to_owned(),
+            reason: format!("{field} is an ncp/use-regex path; the Compute API's urlRewrite.pathPrefixRewrite rewrites prefix and full-path matches only, so a rewrite of a regex route is refused; use Prefix or Exact paths with the rewrite"),
+        });
+    }
+    Ok(vec![format!("{REGEX_MARK}{path}")])
+}
+
 /// Route rules in first-match order: every exact pattern (`fullPathMatch`), then the wildcards
-/// (`prefixMatch` of the pattern without `*`), longest first; priorities 1, 2, ... in that order.
+/// (`prefixMatch` of the pattern without `*`), longest first, then the regular expressions
+/// (`regexMatch`), longest first; priorities 1, 2, ... in that order. With `rewrite`, each exact
+/// and prefix rule carries `urlRewrite.pathPrefixRewrite` (see the module docs).
 fn route_rules(
     routes: &BTreeMap<String, String>,
     service: impl Fn(&str) -> String,
+    rewrite: Option<&str>,
 ) -> Vec<model::HttpRouteRule> {
     let mut ordered: Vec<(&String, &String)> = routes.iter().collect();
-    ordered.sort_by_key(|(pattern, _)| match pattern.strip_suffix('*') {
-        None => (0, 0, pattern.as_str()),
-        Some(prefix) => (1, usize::MAX - prefix.len(), pattern.as_str()),
+    ordered.sort_by_key(|(pattern, _)| {
+        if let Some(re) = pattern.strip_prefix(REGEX_MARK) {
+            (2, usize::MAX - re.len(), pattern.as_str())
+        } else if let Some(prefix) = pattern.strip_suffix('*') {
+            (1, usize::MAX - prefix.len(), pattern.as_str())
+        } else {
+            (0, 0, pattern.as_str())
+        }
     });
     ordered
         .into_iter()
         .enumerate()
         .map(|(i, (pattern, backend))| {
-            let matcher = match pattern.strip_suffix('*') {
-                None => model::HttpRouteRuleMatch::new().set_full_path_match(pattern.clone()),
-                Some(prefix) => model::HttpRouteRuleMatch::new().set_prefix_match(prefix),
+            let (matcher, target) = if let Some(re) = pattern.strip_prefix(REGEX_MARK) {
+                (model::HttpRouteRuleMatch::new().set_regex_match(re), None)
+            } else if let Some(prefix) = pattern.strip_suffix('*') {
+                let target = rewrite.map(|t| {
+                    if t.ends_with('/') {
+                        t.to_owned()
+                    } else {
+                        format!("{t}/")
+                    }
+                });
+                (
+                    model::HttpRouteRuleMatch::new().set_prefix_match(prefix),
+                    target,
+                )
+            } else {
+                (
+                    model::HttpRouteRuleMatch::new().set_full_path_match(pattern.clone()),
+                    rewrite.map(str::to_owned),
+                )
             };
-            model::HttpRouteRule::new()
+            let rule = model::HttpRouteRule::new()
                 .set_priority(i as i32 + 1)
                 .set_match_rules([matcher])
-                .set_service(service(backend))
+                .set_service(service(backend));
+            match target {
+                Some(t) => rule.set_route_action(
+                    model::HttpRouteAction::new()
+                        .set_url_rewrite(model::UrlRewrite::new().set_path_prefix_rewrite(t)),
+                ),
+                None => rule,
+            }
         })
         .collect()
 }

@@ -1,0 +1,94 @@
+//! `ncp/whitelist-source-range` on the backend services an Ingress routes to (reference 002:
+//! "only requests whose source IP is in the list are accepted"; the rest is dropped, here
+//! answered 403 by the Cloud Armor policy's default rule).
+//!
+//! A backend service serves every Ingress that routes to its Service port, but the policy is
+//! the Ingress's. So the policy goes on a backend only when every Ingress of ours that routes to
+//! that Service (same namespace) asks for the same list: every one of them then computes the
+//! same `securityPolicy` for it and no two syncs undo each other. Otherwise, and when a
+//! BackendConfig's `securityPolicy` already claims the backend (the BackendConfig wins), the
+//! backend is left without the list and a Warning names the Service. The operator-wide default
+//! backend (`kube-system/default-http-backend`), shared by every Ingress without
+//! `spec.defaultBackend`, never gets it: requests that match no rule still get its 404.
+
+use std::collections::BTreeMap;
+
+use google_cloud_compute_v1::model;
+use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
+
+use super::ncp::{self, NcpOptions, WHITELIST_SOURCE_RANGE};
+use super::snapshot::in_namespace;
+use super::{owns_ingress, ClusterSnapshot, DesiredBackend, Finding, ObjectKey, TranslateConfig};
+
+/// Service names an Ingress routes to (rules and `spec.defaultBackend`).
+fn services(ingress: &Ingress) -> Vec<&str> {
+    let Some(spec) = ingress.spec.as_ref() else {
+        return Vec::new();
+    };
+    fn name(b: &IngressBackend) -> Option<&str> {
+        b.service.as_ref().map(|s| s.name.as_str())
+    }
+    let rules = spec.rules.iter().flatten().filter_map(|r| r.http.as_ref());
+    rules
+        .flat_map(|h| h.paths.iter().filter_map(|p| name(&p.backend)))
+        .chain(spec.default_backend.as_ref().and_then(name))
+        .collect()
+}
+
+/// Attaches the whitelist policy of `ingress` to its eligible backends (module docs) and
+/// returns the policy when at least one backend got it.
+pub fn apply(
+    snapshot: &ClusterSnapshot,
+    config: &TranslateConfig,
+    ingress: &Ingress,
+    options: &NcpOptions,
+    backends: &mut BTreeMap<String, DesiredBackend>,
+    findings: &mut Vec<Finding>,
+) -> Option<model::SecurityPolicy> {
+    if options.source_ranges.is_empty() {
+        return None;
+    }
+    let key = ObjectKey::of(ingress);
+    let policy = ncp::security_policy(config, &options.source_ranges);
+    let policy_ref = config.global_ref("securityPolicies", policy.name.as_deref()?);
+    let own = services(ingress);
+    let mut attached = false;
+    for backend in backends.values_mut() {
+        let service = backend.key.service.as_str();
+        if backend.key.namespace != key.namespace || !own.contains(&service) {
+            continue;
+        }
+        let warn = |why: String| {
+            Finding {
+            warning: true,
+            reason: "Translate".to_owned(),
+            message: format!(
+                "Ingress {key}: annotation {WHITELIST_SOURCE_RANGE} is not applied to Service {}/{service}: {why}",
+                key.namespace
+            ),
+        }
+        };
+        if backend.backend_service.security_policy.is_some() {
+            findings.push(warn("its BackendConfig sets spec.securityPolicy, which wins; put the ranges in that policy or remove it from the BackendConfig".to_owned()));
+            continue;
+        }
+        let other = in_namespace(&snapshot.ingresses, &key.namespace)
+            .filter(|(k, _)| **k != key)
+            .map(|(_, i)| i.as_ref())
+            .filter(|i| services(i).contains(&service))
+            .filter(|i| owns_ingress(snapshot, i, config))
+            .find(|i| {
+                ncp::options(i).map(|o| o.source_ranges).ok() != Some(options.source_ranges.clone())
+            });
+        if let Some(other) = other {
+            findings.push(warn(format!(
+                "Ingress {} also routes to it with another (or no) {WHITELIST_SOURCE_RANGE}, and its backend service is shared; give both Ingresses the same list",
+                ObjectKey::of(other)
+            )));
+            continue;
+        }
+        backend.backend_service.security_policy = Some(policy_ref.clone());
+        attached = true;
+    }
+    attached.then_some(policy)
+}
