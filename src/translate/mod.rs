@@ -20,6 +20,7 @@ pub mod hosts;
 pub mod namer;
 pub mod ownership;
 pub mod paths;
+pub mod secret_refs;
 pub mod service_ports;
 pub mod snapshot;
 pub mod url_map;
