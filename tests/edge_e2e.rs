@@ -7,7 +7,8 @@
 //!   `Set-Cookie` response never cached, a signed URL with a bad signature refused;
 //! - request logs read with `gcloud logging read` (Armor decisions, cache fields) and a
 //!   `sampleRate` of 0.5 logging about half of 1000 requests;
-//! - IAP: a sign-in redirect, an allowed identity whose JWT the test verifies against the
+//! - IAP (its OAuth client from an Opaque Secret the operator reads by name): a sign-in
+//!   redirect, an allowed identity whose JWT the test verifies against the
 //!   published keys, another identity refused with 403.
 //!
 //! The Pod's echo body counts the requests that reached it per path (`pathRequests`), which is
@@ -72,7 +73,16 @@ kind: BackendConfig
 metadata:
   name: iap-bc
 spec:
-  iap: {enabled: true}
+  iap: {enabled: true, oauthclientCredentials: {secretName: iap-oauth}}
+---
+# Opaque, as GKE's docs create it: the operator's Secret store watches kubernetes.io/tls only,
+# so it reads this one by name when it translates the Ingress.
+apiVersion: v1
+kind: Secret
+metadata:
+  name: iap-oauth
+type: Opaque
+stringData: {client_id: e2e-client.apps.googleusercontent.com, client_secret: e2e-oauth-secret}
 ---
 "#,
     );
@@ -291,10 +301,13 @@ fn armor_cdn_logs_and_iap_through_an_ingress() -> Result<()> {
     let sampled = lb.backend_service("sampled")?;
     assert_eq!(sampled["logConfig"]["sampleRate"], 0.5, "{sampled}");
     let private = lb.backend_service("private")?;
-    // Without oauthclientCredentials: Google's managed OAuth client. (With them, translation
-    // needs the Secret, which the operator's type=kubernetes.io/tls Secret watch never
-    // delivers: a known gap, reported on issue 29.)
+    // The OAuth client from the Opaque Secret named by oauthclientCredentials, which the
+    // operator's type=kubernetes.io/tls Secret store never holds: read by name.
     assert_eq!(private["iap"]["enabled"], true, "{private}");
+    assert_eq!(
+        private["iap"]["oauth2ClientId"], "e2e-client.apps.googleusercontent.com",
+        "{private}"
+    );
 
     let web_name = web["name"].as_str().unwrap_or_default();
     armor(&lb)?;

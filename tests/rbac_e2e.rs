@@ -2,7 +2,8 @@
 //! guessed").
 //!
 //! One run drives every path that talks to the Kubernetes API: the demo Ingress
-//! (docs/examples), a BackendConfig, a FrontendConfig (HTTPS redirect), a TLS Secret, a
+//! (docs/examples), a BackendConfig (with IAP, its OAuth client in an Opaque Secret read by
+//! name), a FrontendConfig (HTTPS redirect), a TLS Secret, a
 //! ManagedCertificate to Active, readiness gates to True, Events, the leader Lease, the
 //! readiness-gate webhook's own caches and an Ingress deletion (finalizer removed). The local
 //! API runs with `--audit-log` and the operator as deploy/'s ServiceAccount, so every request it
@@ -136,8 +137,8 @@ fn grants(yaml: &str) -> Result<Vec<Grant>> {
 /// The operator's requests in an audit log, with the lines RBAC refused and the user agents.
 struct Audit {
     requests: Vec<Request>,
-    /// `requestURI` of every Secret list and watch.
-    secret_reads: Vec<String>,
+    /// Verb and `requestURI` of every Secret request.
+    secret_reads: Vec<(String, String)>,
     forbidden: Vec<String>,
     user_agents: BTreeSet<String>,
 }
@@ -170,7 +171,8 @@ fn read_audit(path: &std::path::Path) -> Result<Audit> {
         }
         if o["resource"] == "secrets" {
             let uri = event["requestURI"].as_str().unwrap_or_default();
-            audit.secret_reads.push(uri.to_string());
+            let verb = event["verb"].as_str().unwrap_or_default();
+            audit.secret_reads.push((verb.to_string(), uri.to_string()));
         }
         let mut resource = o["resource"].as_str().unwrap_or_default().to_string();
         if let Some(sub) = o["subresource"].as_str() {
@@ -254,6 +256,14 @@ kind: BackendConfig
 metadata: {name: products}
 spec:
   timeoutSec: 45
+  iap: {enabled: true, oauthclientCredentials: {secretName: products-oauth}}
+---
+# Opaque: not in the operator's type=kubernetes.io/tls Secret store, so read by name (get).
+apiVersion: v1
+kind: Secret
+metadata: {name: products-oauth}
+type: Opaque
+stringData: {client_id: rbac-client, client_secret: rbac-oauth-secret}
 ---
 apiVersion: networking.gke.io/v1beta1
 kind: FrontendConfig
@@ -452,14 +462,25 @@ fn deploy_rbac_is_exactly_what_the_operator_uses() -> Result<()> {
         BTreeSet::from([format!("gclb-operator/{}", env!("CARGO_PKG_VERSION"))]),
         "every Kubernetes request names the operator"
     );
-    // Only TLS Secrets are ever sent to the operator.
+    // Lists and watches ask for TLS Secrets only; any other Secret is read by name, and only
+    // one an Ingress references (the BackendConfig's IAP OAuth client).
     assert!(!audit.secret_reads.is_empty());
-    for uri in &audit.secret_reads {
-        assert!(
-            uri.contains("fieldSelector=type%3Dkubernetes.io%2Ftls"),
-            "a Secret read without the TLS field selector: {uri}"
-        );
+    let mut gets = BTreeSet::new();
+    for (verb, uri) in &audit.secret_reads {
+        if verb == "get" {
+            gets.insert(uri.as_str());
+        } else {
+            assert!(
+                uri.contains("fieldSelector=type%3Dkubernetes.io%2Ftls"),
+                "a Secret {verb} without the TLS field selector: {uri}"
+            );
+        }
     }
+    assert_eq!(
+        gets,
+        BTreeSet::from(["/api/v1/namespaces/default/secrets/products-oauth"]),
+        "Secrets read by name"
+    );
     let rbac = std::fs::read_to_string(repo_root().join("deploy/rbac.yaml"))?;
     let grants = grants(&rbac)?;
     let (denied, unused) = compare(&audit.requests, &grants);

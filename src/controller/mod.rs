@@ -38,6 +38,7 @@ mod panic_tests;
 pub mod problems;
 pub mod prune;
 pub mod reconcile;
+pub mod secrets;
 pub mod status;
 pub mod stores;
 
@@ -122,6 +123,18 @@ pub enum Error {
     Kube {
         /// `namespace/name`.
         ingress: String,
+        /// The client error.
+        #[source]
+        source: kube::Error,
+    },
+    /// A Secret the Ingress references could not be read (other than "not found"): retried
+    /// after [`ERROR_REQUEUE`] like any API error; nothing is touched meanwhile.
+    #[error("Ingress {ingress}: reading Secret {secret} (Kubernetes API): {source}; retrying")]
+    SecretRead {
+        /// `namespace/name` of the Ingress.
+        ingress: String,
+        /// `namespace/name` of the Secret.
+        secret: String,
         /// The client error.
         #[source]
         source: kube::Error,

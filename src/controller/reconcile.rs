@@ -81,7 +81,7 @@ async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Ac
 async fn apply(
     ingress: Arc<Ingress>,
     ctx: &Arc<Context>,
-    snapshot: ClusterSnapshot,
+    mut snapshot: ClusterSnapshot,
 ) -> Result<Action, Error> {
     let key = ObjectKey::of(&*ingress);
     ctx.observe_change(&key, &ingress);
@@ -91,6 +91,8 @@ async fn apply(
         ingress: key_string(&key),
         source,
     };
+    // Secrets of a type the store does not watch (Opaque TLS, IAP OAuth client): one GET each.
+    super::secrets::add_uncached_secrets(&ctx.client, &mut snapshot, &ingress, t).await?;
     let desired = match translate_ingress(&snapshot, &ingress, t) {
         Ok(d) => {
             ctx.last_desired.resolve::<()>(&key, Ok(d.clone()));

@@ -42,7 +42,7 @@ pub struct Stores {
     pub pods: Store<Pod>,
     /// IngressClasses.
     pub ingress_classes: Store<IngressClass>,
-    /// Secrets (for `spec.tls`).
+    /// `kubernetes.io/tls` Secrets (for `spec.tls`; [`TLS_SECRETS`]).
     pub secrets: Store<Secret>,
     /// BackendConfigs (empty when the CRD is absent).
     pub backend_configs: Store<BackendConfig>,
@@ -89,10 +89,11 @@ where
     .boxed()
 }
 
-/// The only Secrets translation reads: `spec.tls` certificates (type `kubernetes.io/tls`).
+/// The Secrets the store watches: `spec.tls` certificates (type `kubernetes.io/tls`).
 /// RBAC cannot grant by type, so the list/watch grant covers every Secret, but with this
 /// field selector (served for Secrets by every API server) no other Secret is ever sent to the
-/// operator or cached by it.
+/// operator or cached by it. The few other Secrets translation reads (an `Opaque` `spec.tls`
+/// Secret, the IAP OAuth client Secret) are read by name per reconcile ([`super::secrets`]).
 pub const TLS_SECRETS: &str = "type=kubernetes.io/tls";
 
 /// Watch settings of the Secret store and trigger: [`TLS_SECRETS`] only.

@@ -21,6 +21,7 @@ pub mod namer;
 pub mod ncp;
 pub mod ownership;
 pub mod paths;
+pub mod secret_refs;
 pub mod service_ports;
 pub mod snapshot;
 pub mod source_ranges;

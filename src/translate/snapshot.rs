@@ -59,7 +59,8 @@ pub struct ClusterSnapshot {
     pub pods: BTreeMap<ObjectKey, Arc<Pod>>,
     /// IngressClasses (cluster scoped: namespace `""`).
     pub ingress_classes: BTreeMap<ObjectKey, Arc<IngressClass>>,
-    /// Secrets referenced by `spec.tls` (type `kubernetes.io/tls`).
+    /// Secrets: the controller's `kubernetes.io/tls` store, plus the other Secrets the Ingress
+    /// being translated references, read by name (`crate::controller::secrets`).
     pub secrets: BTreeMap<ObjectKey, Arc<Secret>>,
     /// BackendConfigs.
     pub backend_configs: BTreeMap<ObjectKey, Arc<BackendConfig>>,
