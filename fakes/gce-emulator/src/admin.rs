@@ -58,7 +58,8 @@ async fn explain(State(emu): State<Arc<Emulator>>, body: axum::body::Bytes) -> R
         return bad("the data plane is not running");
     };
     let snap = emu.subscribe().borrow().clone();
-    match crate::dataplane::explain::explain(&dp.frontends(), &snap, &emu.health, &dp.armor(), &req) {
+    match crate::dataplane::explain::explain(&dp.frontends(), &snap, &emu.health, &dp.armor(), &req)
+    {
         Ok(ex) => Json(ex).into_response(),
         Err(e) => bad(&e.to_string()),
     }

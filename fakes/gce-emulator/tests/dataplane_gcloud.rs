@@ -4,81 +4,14 @@
 
 mod dataplane_support;
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-
-use dataplane_support::{poll, Backend};
+use dataplane_support::{gcloud, poll, Backend};
 use serde_json::Value;
-
-struct Emulator(Child);
-
-impl Drop for Emulator {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-struct Gcloud {
-    cfg: PathBuf,
-    token: PathBuf,
-    endpoint: String,
-}
-
-impl Gcloud {
-    fn ok(&self, args: &[&str]) -> String {
-        let out = Command::new("gcloud")
-            .arg("compute")
-            .args(args)
-            .env("CLOUDSDK_CONFIG", &self.cfg)
-            .env("CLOUDSDK_CORE_PROJECT", "gp")
-            .env("CLOUDSDK_CORE_DISABLE_PROMPTS", "1")
-            .env("CLOUDSDK_CORE_DISABLE_USAGE_REPORTING", "true")
-            .env("CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK", "true")
-            .env("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", &self.token)
-            .env("CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE", &self.endpoint)
-            .output()
-            .expect("run gcloud");
-        assert!(
-            out.status.success(),
-            "gcloud compute {} failed:\n{}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gcloud_built_load_balancer_carries_traffic() {
-    assert!(
-        Command::new("gcloud").arg("--version").output().is_ok(),
-        "gcloud is required for this test (see make deps)"
-    );
     let (web, api) = (Backend::start("web").await, Backend::start("api").await);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gce-emulator"))
-        .args(["--listen", "127.0.0.1:0", "--port-map", "80=0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start gce-emulator");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _emu = Emulator(child);
-    let base = line.trim().trim_end_matches('/').to_string();
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token").unwrap();
-    let cfg = dir.path().join("cfg");
-    std::fs::create_dir(&cfg).unwrap();
-    let g = Gcloud {
-        cfg,
-        token,
-        endpoint: format!("{base}/compute/v1/"),
-    };
+    let stack = gcloud::start(env!("CARGO_BIN_EXE_gce-emulator"));
+    let (base, g) = (stack.base.clone(), &stack.gcloud);
     let z = "--zone=us-central1-a";
 
     // The VM behind both NEGs, and the firewall rule that lets Google's health checkers and

@@ -21,10 +21,10 @@ use http::{HeaderMap, HeaderName, HeaderValue, Uri};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::dataplane::armor::{self, Verdict};
 use crate::dataplane::backend_service::{affinity_cookie_value, SessionAffinity};
 use crate::dataplane::compile::{certificate_inputs, Frontend};
 use crate::dataplane::proxy::strip_port;
-use crate::dataplane::armor::{self, Verdict};
 use crate::dataplane::tls;
 use crate::dataplane::url_map::{
     normalize_path, redirect_location, rewrite_path, RequestView, RouteAction, RouteTrace,

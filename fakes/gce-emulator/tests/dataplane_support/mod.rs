@@ -2,6 +2,8 @@
 //! builders that write Compute API wire JSON, and polling with deadlines.
 #![allow(dead_code)]
 
+pub mod gcloud;
+
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
