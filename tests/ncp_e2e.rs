@@ -178,13 +178,19 @@ fn ncp_annotations_through_the_emulated_load_balancer() -> Result<()> {
         error.contains("ncp/use-regex") && error.contains("regexMatch"),
         "{error}"
     );
-    let events = sys.events_for("default", "Ingress", "regex")?;
-    assert!(
-        events
+    // Polled: the Event and the annotation are two writes; seeing one does not order the other.
+    wait_for("the use-regex Warning Event", DEADLINE, || {
+        let events = sys.events_for("default", "Ingress", "regex")?;
+        if events
             .iter()
-            .any(|e| e.starts_with("Warning") && e.contains("regexMatch")),
-        "{events:?}"
-    );
+            .any(|e| e.starts_with("Warning") && e.contains("regexMatch"))
+        {
+            Ok(Some(()))
+        } else {
+            Err(anyhow!("Events of regex: {events:?}"))
+        }
+    })
+    .with_context(|| sys.logs())?;
 
     // whitelist-source-range: refused (403) outside the list, served once the client is in.
     let socket = sys.wait_for_ingress_socket("default", "guarded")?;
@@ -228,13 +234,20 @@ fn ncp_annotations_through_the_emulated_load_balancer() -> Result<()> {
         annotation(&sys, "broken", WARNING_KEY)
     })?;
     assert!(warning.contains("ncp/ssl-mode"), "{warning}");
-    let events = sys.events_for("default", "Ingress", "broken")?;
-    assert!(
-        events
+    // The operator writes the warning annotation before it publishes the finding's Event:
+    // wait for the Event too.
+    wait_for("the ncp/ssl-mode Unsupported Event", DEADLINE, || {
+        let events = sys.events_for("default", "Ingress", "broken")?;
+        if events
             .iter()
-            .any(|e| e.contains("Unsupported") && e.contains("ncp/ssl-mode")),
-        "{events:?}"
-    );
+            .any(|e| e.contains("Unsupported") && e.contains("ncp/ssl-mode"))
+        {
+            Ok(Some(()))
+        } else {
+            Err(anyhow!("Events of broken: {events:?}"))
+        }
+    })
+    .with_context(|| sys.logs())?;
     let socket = sys.wait_for_ingress_socket("default", "broken")?;
     let (pod, _) = backend_view(&sys, &socket, "broken.example", "/")?;
     assert_eq!(pod, "coffee-1");
