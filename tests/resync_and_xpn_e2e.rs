@@ -7,7 +7,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde_json::json;
 use support::*;
 
@@ -62,19 +62,26 @@ fn a_resync_with_nothing_changed_sends_zero_mutating_compute_calls() -> Result<(
     let socket = sys.wait_for_ingress_socket("default", "my-ingress")?;
     wait_until_settled(&sys, &socket)?;
 
-    // Let any write the settling triggered finish, then take the baseline.
+    // Let any write the settling triggered finish, then take the baseline: the baseline is
+    // good once a whole reconcile ran without a write (no mutating call while the operator's
+    // completed syncs went up by two; counts read calls-then-syncs at the window's start and
+    // syncs-then-calls at its end, so the second sync began and ended inside it). A fixed
+    // pause would not do: on a loaded machine one reconcile can outlast it.
+    let op = sys.operator.as_ref().context("operator")?;
     let mut before = sys.compute_get("_emulator/calls")?;
-    wait_for(
-        "the mutating call count to stay put for one resync period",
-        DEADLINE,
-        || {
-            std::thread::sleep(Duration::from_secs(3));
-            let now = sys.compute_get("_emulator/calls")?;
-            let stable = now["mutating"] == before["mutating"];
+    let mut syncs_before = op.ok_syncs()?;
+    wait_for("a whole resync without a mutating call", DEADLINE, || {
+        let syncs = op.ok_syncs()?;
+        let now = sys.compute_get("_emulator/calls")?;
+        if now["mutating"] != before["mutating"] {
+            // A new window: its sync count read after its call count, so a sync counted
+            // past it began after the baseline.
             before = now;
-            Ok(stable.then_some(()))
-        },
-    )?;
+            syncs_before = op.ok_syncs()?;
+            return Ok(None);
+        }
+        Ok((syncs >= syncs_before + 2).then_some(()))
+    })?;
 
     // Several periodic resyncs happen (the operator reads the load balancer back each time)...
     let start = Instant::now();
