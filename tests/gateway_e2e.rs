@@ -154,8 +154,26 @@ fn gateway_and_http_route_serve_real_requests_and_report_status() -> Result<()> 
     let (status, _) = sys.http_get(&socket, "broken.example", "/")?;
     assert_eq!(status, 500);
 
-    // Route status: one parent entry of our controller each.
-    let store = sys.get_json(&["httproute", "store"])?;
+    // Route status: one parent entry of our controller each. The operator writes the routes'
+    // status after the Gateway's (and an earlier sync may have left an older one), so it is
+    // polled until ResolvedRefs says what is expected, then checked in full.
+    let route_status = |name: &str, resolved: &str| {
+        wait_for(
+            &format!("HTTPRoute {name} ResolvedRefs={resolved}"),
+            DEADLINE,
+            || {
+                let r = sys.get_json(&["httproute", name])?;
+                let got = condition(&r["status"]["parents"][0]["conditions"], "ResolvedRefs");
+                if got.as_ref().is_some_and(|(s, _)| s == resolved) {
+                    Ok(Some(r))
+                } else {
+                    Err(anyhow!("ResolvedRefs {got:?}: {}", r["status"]))
+                }
+            },
+        )
+        .with_context(|| sys.logs())
+    };
+    let store = route_status("store", "True")?;
     let parent = &store["status"]["parents"][0];
     assert_eq!(
         parent["controllerName"], "gclb-operator.dev/gateway-controller",
@@ -163,7 +181,7 @@ fn gateway_and_http_route_serve_real_requests_and_report_status() -> Result<()> 
     );
     assert!(is_true(&parent["conditions"], "Accepted"), "{store}");
     assert!(is_true(&parent["conditions"], "ResolvedRefs"), "{store}");
-    let broken = sys.get_json(&["httproute", "broken"])?;
+    let broken = route_status("broken", "False")?;
     let conds = &broken["status"]["parents"][0]["conditions"];
     assert!(is_true(conds, "Accepted"), "{broken}");
     assert_eq!(
