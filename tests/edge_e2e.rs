@@ -265,11 +265,17 @@ fn armor_cdn_logs_and_iap_through_an_ingress() -> Result<()> {
     sys.wait_for_response(&socket, WEB, "/sampled/warm", 200, "web-1")?;
     sys.wait_for_response(&socket, IAP, "/", 302, "")?;
 
-    let ing = sys.get_json(&["ingress", "web"])?;
-    let url_map = ing["metadata"]["annotations"]["ingress.kubernetes.io/url-map"]
-        .as_str()
-        .ok_or_else(|| anyhow!("no url-map annotation: {ing}"))?
-        .to_string();
+    // The status annotations are written after the IP (and the responses do not wait for
+    // them): polled.
+    let url_map = wait_for("the url-map annotation", DEADLINE, || {
+        let ing = sys.get_json(&["ingress", "web"])?;
+        Ok(
+            ing["metadata"]["annotations"]["ingress.kubernetes.io/url-map"]
+                .as_str()
+                .map(str::to_string),
+        )
+    })
+    .with_context(|| sys.logs())?;
     let dir = tempfile::tempdir()?;
     let lb = Lb {
         sys: &sys,

@@ -4,7 +4,7 @@
 
 mod support;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use support::*;
 
 fn examples() -> std::path::PathBuf {
@@ -51,9 +51,11 @@ fn my_ingress_routes_requests_to_the_right_pods() -> Result<()> {
     let (status, _) = sys.http_get(&socket, "unknown.example", "/products")?;
     assert_eq!(status, 404);
 
-    // Both Pods of a Service serve traffic (NEG endpoints are the Pod IPs).
+    // Both Pods of a Service serve traffic (NEG endpoints are the Pod IPs). Polled: the first
+    // 200 only means one endpoint is HEALTHY; the other may still be on its way (attached
+    // later, or its health check not yet passed).
     let mut seen = std::collections::BTreeSet::new();
-    for _ in 0..40 {
+    wait_for("both products Pods to answer", DEADLINE, || {
         let (_, body) = sys.http_get(&socket, host, "/products")?;
         if let Some(pod) = serde_json::from_str::<serde_json::Value>(&body)
             .ok()
@@ -61,15 +63,26 @@ fn my_ingress_routes_requests_to_the_right_pods() -> Result<()> {
         {
             seen.insert(pod);
         }
-    }
-    assert_eq!(
-        seen.len(),
-        2,
-        "expected both products Pods to answer, saw {seen:?}"
-    );
+        if seen.len() > 2 {
+            return Err(anyhow!(
+                "more than the two products Pods answered: {seen:?}"
+            ));
+        }
+        Ok((seen.len() == 2).then_some(()))
+    })
+    .with_context(|| format!("saw {seen:?}"))?;
 
-    // The finalizer is on the Ingress and the status annotations name the resources.
-    let ing = sys.get_json(&["ingress", "my-ingress"])?;
+    // The finalizer is on the Ingress and the status annotations name the resources (written
+    // after the IP, so polled).
+    let ing = wait_for("the url-map annotation", DEADLINE, || {
+        let ing = sys.get_json(&["ingress", "my-ingress"])?;
+        Ok(
+            ing["metadata"]["annotations"]["ingress.kubernetes.io/url-map"]
+                .is_string()
+                .then_some(ing),
+        )
+    })
+    .with_context(|| sys.logs())?;
     let finalizers = ing["metadata"]["finalizers"].to_string();
     assert!(
         finalizers.contains("networking.gke.io/ingress-finalizer-V2"),

@@ -458,12 +458,21 @@ fn check(sys: &System, socket: &str, rows: &[Row], label: &str) -> Result<Vec<St
 }
 
 /// The URL map of Ingress `name` (through its `ingress.kubernetes.io/url-map` annotation).
+/// The annotation is written after the IP, so it is polled.
 fn url_map(sys: &System, name: &str) -> Result<Value> {
-    let ing = sys.get_json(&["ingress", "-n", NS, name])?;
-    let um = ing["metadata"]["annotations"]["ingress.kubernetes.io/url-map"]
-        .as_str()
-        .context("url-map annotation")?
-        .to_string();
+    let um = wait_for(
+        &format!("the url-map annotation of {name}"),
+        DEADLINE,
+        || {
+            let ing = sys.get_json(&["ingress", "-n", NS, name])?;
+            Ok(
+                ing["metadata"]["annotations"]["ingress.kubernetes.io/url-map"]
+                    .as_str()
+                    .map(str::to_string),
+            )
+        },
+    )
+    .with_context(|| sys.logs())?;
     sys.compute_get(&format!(
         "compute/v1/projects/{PROJECT}/global/urlMaps/{um}"
     ))
