@@ -415,12 +415,18 @@ fn draining_lets_an_in_flight_request_finish_within_the_timeout_and_zero_cuts_it
         yaml.push_str(&ingress(name, name, &[]));
     }
     sys.apply(&yaml)?;
-    let mut conns = Vec::new();
+    // Both load balancers serve before either slow request starts: the 25 s request's window
+    // must not be spent waiting for the other Ingress to come up.
+    let mut ready = Vec::new();
     for (name, ms) in [("drain30", FINISHES_MS), ("drain0", CUT_MS)] {
         let socket = sys.wait_for_ingress_socket("default", name)?;
         let host = format!("{name}.example");
         sys.wait_for_response(&socket, &host, "/", 200, &format!("{name}-1"))?;
         let ip = pod_ip(&sys, &format!("{name}-1"))?;
+        ready.push((name, ms, socket, host, ip));
+    }
+    let mut conns = Vec::new();
+    for (name, ms, socket, host, ip) in ready {
         let mut conn = std::net::TcpStream::connect(&socket)?;
         conn.write_all(slow_request(&host, ms).as_bytes())?;
         conn.flush()?;
