@@ -650,19 +650,8 @@ fn a_pod_failing_its_health_check_stalls_until_the_timeout() -> Result<()> {
         "message: {message}"
     );
 
-    // The load balancer did try it: the endpoint is attached and UNHEALTHY.
-    let ip = rig.clock.ip("stalled")?;
-    wait_for(
-        "the stalled Pod's endpoint to be UNHEALTHY",
-        DEADLINE,
-        || {
-            Ok(
-                (neg_endpoints(sys, &rig.neg)?.get(&ip).map(String::as_str) == Some("UNHEALTHY"))
-                    .then_some(()),
-            )
-        },
-    )?;
-
+    // What the stall looks like, read at once: the gate opens by itself TIMEOUT_SEC after
+    // creation, and the health checks below take a good part of that on a loaded machine.
     let describe = sys.kubectl_ok(&["describe", "pod", "stalled"])?;
     let gates = describe
         .split("Readiness Gates:")
@@ -681,6 +670,19 @@ fn a_pod_failing_its_health_check_stalls_until_the_timeout() -> Result<()> {
             .any(|c| c["type"] == "Ready" && c["status"] == "True"),
         "the stalled Pod must not be Ready"
     );
+
+    // The load balancer did try it: the endpoint is attached and UNHEALTHY.
+    let ip = rig.clock.ip("stalled")?;
+    wait_for(
+        "the stalled Pod's endpoint to be UNHEALTHY",
+        DEADLINE,
+        || {
+            Ok(
+                (neg_endpoints(sys, &rig.neg)?.get(&ip).map(String::as_str) == Some("UNHEALTHY"))
+                    .then_some(()),
+            )
+        },
+    )?;
 
     // No traffic to it while the old Pods keep serving.
     let no_traffic = |phase: &str| -> Result<()> {
