@@ -27,6 +27,25 @@ impl Context {
         }
     }
 
+    /// Whether `desired` needs a firewall port that the rule this process last synced does not
+    /// allow (or no rule was synced yet). A Service's targetPort reaches the rule through the
+    /// EndpointSlices' ports, which can change in a reconcile that changes no other Compute
+    /// resource (only NEG endpoints), so "something changed" alone would miss it.
+    pub(crate) async fn firewall_lacks_ports(&self, desired: &DesiredIngress) -> bool {
+        let state = self.firewall_lock.lock().await;
+        let Some((rule, _)) = state.last() else {
+            return true;
+        };
+        desired
+            .backends
+            .values()
+            .flat_map(|b| b.firewall_ports.iter())
+            .any(|p| {
+                let p = p.to_string();
+                !rule.allowed.iter().any(|a| a.ports.contains(&p))
+            })
+    }
+
     /// One firewall sync, serialised, over a snapshot taken under the lock, so concurrent
     /// reconciles cannot write an older port set over a newer one.
     pub(crate) async fn sync_firewall_now(

@@ -160,8 +160,12 @@ async fn apply(
             return Err(e);
         }
     };
-    // The firewall's ports change only with a change to some Ingress's backends.
-    let firewall = if !changes.is_empty() || ctx.due(&ctx.firewall_runs) {
+    // The firewall's ports change with a change to some Ingress's backends, or with the target
+    // ports of their EndpointSlices (which may come in a reconcile of their own).
+    let firewall = if !changes.is_empty()
+        || ctx.due(&ctx.firewall_runs)
+        || ctx.firewall_lacks_ports(&desired).await
+    {
         ctx.sync_firewall(None).await
     } else {
         Ok(())
