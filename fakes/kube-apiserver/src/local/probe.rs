@@ -358,7 +358,9 @@ mod tests {
             action: ProbeAction::Unsupported("exec"),
             initial_delay: Duration::ZERO,
             period: Duration::from_secs(1),
-            timeout: Duration::from_secs(1),
+            // Not what these tests check: long enough that a probe of a local server that
+            // should pass never times out on a loaded machine.
+            timeout: Duration::from_secs(30),
             success_threshold: success,
             failure_threshold: failure,
         }
