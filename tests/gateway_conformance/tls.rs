@@ -16,7 +16,8 @@ pub struct Session {
     /// The server certificate's subjectAltName (`None`: no certificate, the connection was
     /// refused).
     pub san: Option<String>,
-    /// With a CA file: openssl verified the chain and the hostname (`Verify return code: 0`).
+    /// With a CA file: a certificate was presented and openssl verified its chain and hostname
+    /// (`Verify return code: 0`).
     pub verified: bool,
     /// What s_client printed, with the HTTP answer received inside the TLS session.
     pub out: String,
@@ -70,7 +71,7 @@ pub fn s_client(socket: &str, sni: &str, ca: Option<&Path>) -> Result<Session> {
     let Some(pem) = pem else {
         return Ok(Session {
             san: None,
-            verified,
+            verified: false,
             out: stdout,
         });
     };
