@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo test test-real-api record-real-api build native-deps deps crds iam-role bench bench-control-plane bench-instructions lint fmt clean mutants image chaos
+.PHONY: demo demo-gateway test test-real-api record-real-api build native-deps deps crds iam-role bench bench-control-plane bench-instructions lint fmt clean mutants image chaos
 
 ## Build every binary (operator, gce-emulator, fake-kube-apiserver).
 build: native-deps
@@ -37,6 +37,11 @@ deps: native-deps
 ## docs/examples/, and send real requests through the emulated load balancer.
 demo: build
 	bash tests/demo.sh
+
+## The Gateway API demo: a Gateway with an HTTPRoute split and TLSRoute passthrough to two TLS
+## backends (docs/examples/gateway/), requests and answers printed (docs/gateway-api.md).
+demo-gateway: build
+	bash tests/demo-gateway.sh
 
 ## Unit, integration and end-to-end tests (end-to-end tests need the binaries built first), with
 ## the timeouts of .config/nextest.toml. See docs/testing.md.

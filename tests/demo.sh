@@ -10,77 +10,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PROJECT=demo-project ZONE=us-central1-a NODE_TAG=gke-demo-node
-DEADLINE=${DEMO_DEADLINE:-120}
-TARGET_DIR=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-BIN=$TARGET_DIR/debug
-for b in fake-kube-apiserver gce-emulator gclb-operator; do
-  [[ -x $BIN/$b ]] || { echo "demo: $BIN/$b is missing; run 'make demo' (it builds first)" >&2; exit 1; }
-done
-
-WORK=$(mktemp -d /tmp/gclb-demo.XXXXXX)
-PIDS=()
-cleanup() {
-  local rc=$?
-  echo
-  echo "== stopping everything the demo started"
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [[ $rc != 0 ]]; then
-    echo "demo failed (exit $rc); the last lines of each log:" >&2
-    for f in "$WORK"/*.log; do echo "--- $f" >&2; tail -n 25 "$f" >&2; done
-  fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# start NAME CMD...: runs CMD in the background and waits for its first stdout line (its URL,
-# then in $WORK/NAME.out). Not called in $(...): a subshell's PIDS would never be stopped.
-start() {
-  local name=$1; shift
-  "$@" >"$WORK/$name.out" 2>"$WORK/$name.log" &
-  PIDS+=($!)
-  for _ in $(seq 1 $((DEADLINE * 10))); do
-    [[ -s $WORK/$name.out ]] && return 0
-    kill -0 "${PIDS[-1]}" 2>/dev/null || { echo "demo: $name exited" >&2; return 1; }
-    sleep 0.1
-  done
-  echo "demo: $name did not start" >&2; return 1
-}
-
-# Port 80 needs root; anyone else gets the emulator's port map (80 -> an ephemeral port).
-PORT_MAP=()
-[[ $EUID == 0 ]] || PORT_MAP=(--port-map 80=0,443=0)
-
-echo "== starting the Compute Engine API emulator (VPC firewall rules enforced)"
-start gce-emulator "$BIN/gce-emulator" --listen 127.0.0.1:0 --access-log "$WORK/access.log" "${PORT_MAP[@]}"
-COMPUTE_URL=$(head -n1 "$WORK/gce-emulator.out")
-echo "   $COMPUTE_URL"
-echo "   dashboard: ${COMPUTE_URL}_emulator/dashboard (live topology and health; docs/dashboard.md)"
-
-# The local kubelet registers its Node as a Compute Engine instance (zone, Pod CIDR as an alias
-# IP range, the cluster's network tag), as a GKE node pool creates its VMs.
-echo "== starting the local Kubernetes API (its Node becomes instance local-node-1)"
-start kube-apiserver "$BIN/fake-kube-apiserver" --listen 127.0.0.1:0 --kubeconfig-out "$WORK/kubeconfig" \
-  --project "$PROJECT" --compute-endpoint "${COMPUTE_URL%/}" --node-tags "$NODE_TAG"
-KUBE_URL=$(head -n1 "$WORK/kube-apiserver.out")
-export KUBECONFIG=$WORK/kubeconfig
-echo "   $KUBE_URL (kubeconfig $KUBECONFIG)"
+source tests/demo_common.sh
+start_system
 
 # --takeover: the local cluster has no GKE Ingress controller, so the operator serves class gce
 # and Ingresses without a class exactly as GKE does (docs/install.md), and the GKE manifests of
 # docs/examples/ work unchanged.
-echo "== starting gclb-operator as its ServiceAccount (deploy/rbac.yaml; a token from kubectl create token)"
-kubectl apply -f deploy/namespace.yaml -f deploy/rbac.yaml | sed 's/^/   /'
-cp "$KUBECONFIG" "$WORK/operator-kubeconfig"
-KUBECONFIG=$WORK/operator-kubeconfig kubectl config set-credentials fake-kube-apiserver \
-  --token="$(kubectl create token gclb-operator -n gclb-operator --duration 24h)" >/dev/null
-POD_NAMESPACE=gclb-operator "$BIN/gclb-operator" run --takeover --project "$PROJECT" --zone "$ZONE" --network default --cluster-name demo \
-  --compute-endpoint "${COMPUTE_URL%/}" --kubeconfig "$WORK/operator-kubeconfig" --metrics-listen 127.0.0.1:0 \
-  --firewall-target-tags "$NODE_TAG" \
-  >"$WORK/operator.log" 2>&1 &
-PIDS+=($!)
+start_operator deploy/namespace.yaml deploy/rbac.yaml -- --takeover
 
 echo "== kubectl apply -f docs/examples/"
 kubectl apply -f docs/examples/ | sed 's/^/   /'
@@ -96,14 +32,7 @@ echo
 [[ -n $IP ]] || { echo "demo: my-ingress got no IP" >&2; kubectl describe ingress my-ingress >&2; exit 1; }
 kubectl get ingress my-ingress | sed 's/^/   /'
 
-# The socket to send to: the IP on port 80, or the port-mapped socket the emulator reports.
-SOCKET=$(curl -sf "${COMPUTE_URL}_emulator/listeners" | python3 -c '
-import json, sys
-ip = sys.argv[1]
-data = json.load(sys.stdin)
-items = data if isinstance(data, list) else data.get("listeners", [])
-print(next((l["localAddr"] for l in items if l.get("ipAddress") == ip and l.get("port") == 80), ""))' "$IP")
-[[ -n $SOCKET ]] || SOCKET=$IP:80
+SOCKET=$(listener_socket "$IP" 80)
 
 request() { # path -> prints status and the Pod that answered
   local path=$1 out status body pod

@@ -16,17 +16,23 @@
 //! what is proven. Last, deleting the routes and the Gateway must leave no Compute or Network
 //! Services resource behind.
 
+#[path = "gateway_conformance/extended.rs"]
+mod extended;
 mod support;
+#[path = "gateway_conformance/tls.rs"]
+mod tls;
 
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::process::{Command, Stdio};
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use serde_json::Value;
 use support::*;
+use tls::{s_client, tls_backend};
 
 const NS: &str = "gateway-conformance-infra";
+/// The namespace of ReferenceGrant cases' backend `web-backend`.
+const WEB_NS: &str = "gateway-conformance-web-backend";
 /// The Gateway `same-namespace`, the cases' HTTPRoutes and the TLSRoutes.
 const MANIFESTS: &str = include_str!("gateway_conformance/manifests.yaml");
 const CLASS: &str = "gclb-l7-global-external-managed";
@@ -34,28 +40,37 @@ const REPORT_START: &str =
     "<!-- conformance-report:start (written by tests/gateway_conformance_e2e.rs) -->";
 const REPORT_END: &str = "<!-- conformance-report:end -->";
 
-/// An echo Pod (`app: <app>`) and its Service `<svc>` (`port` -> 3000, or -> 8443 served over
-/// TLS with the Pod's own self-signed certificate when `tls`).
+/// An echo Pod (`app: <svc>`) and its Service `<svc>` in `NS` (`port` -> 3000, or -> 8443
+/// served over TLS with the Pod's own self-signed certificate when `tls`).
 fn backend(svc: &str, pod: &str, port: u16, tls: bool) -> String {
+    backend_in(NS, svc, pod, port, tls)
+}
+
+/// [`backend`] in namespace `ns`.
+fn backend_in(ns: &str, svc: &str, pod: &str, port: u16, tls: bool) -> String {
     let (target, tls_ann) = if tls {
         (8443, ", local.gclb-operator.dev/tls-ports: '8443'")
     } else {
         (3000, "")
     };
     format!(
-        "apiVersion: v1\nkind: Service\nmetadata: {{name: {svc}, namespace: {NS}}}\nspec:\n  selector: {{app: {svc}}}\n  ports: [{{port: {port}, targetPort: {target}}}]\n---\n\
-         apiVersion: v1\nkind: Pod\nmetadata:\n  name: {pod}\n  namespace: {NS}\n  labels: {{app: {svc}}}\n  annotations: {{local.gclb-operator.dev/run: echo{tls_ann}}}\nspec:\n  containers:\n  - name: echo\n    image: registry.k8s.io/e2e-test-images/agnhost:2.39\n    ports: [{{containerPort: {target}}}]\n---\n"
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: {svc}, namespace: {ns}}}\nspec:\n  selector: {{app: {svc}}}\n  ports: [{{port: {port}, targetPort: {target}}}]\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata:\n  name: {pod}\n  namespace: {ns}\n  labels: {{app: {svc}}}\n  annotations: {{local.gclb-operator.dev/run: echo{tls_ann}}}\nspec:\n  containers:\n  - name: echo\n    image: registry.k8s.io/e2e-test-images/agnhost:2.39\n    ports: [{{containerPort: {target}}}]\n---\n"
     )
 }
 
 /// HTTPRoutes attached to the HTTP listener (`attachedRoutes`).
-const HTTP_ROUTE_COUNT: u64 = 13;
+const HTTP_ROUTE_COUNT: u64 = 17;
 
 /// The shared system and the Gateway's sockets.
 struct Cx {
     sys: System,
     http: String,
     tls: String,
+    /// The TLS Terminate listener's socket.
+    terminate: String,
+    /// The Terminate listener's certificate (PEM), the CA its clients trust.
+    ca: tempfile::NamedTempFile,
     client: reqwest::blocking::Client,
 }
 
@@ -193,65 +208,6 @@ fn condition(conditions: &Value, type_: &str) -> Option<(String, String)> {
         })
 }
 
-/// What `openssl s_client -servername <sni>` through the TLS listener saw: the certificate's
-/// subjectAltName (`None`: no certificate, the connection was refused) and the HTTP answer the
-/// backend sent inside the TLS session.
-fn s_client(socket: &str, sni: &str) -> Result<(Option<String>, String)> {
-    let mut child = Command::new("openssl")
-        .args([
-            "s_client",
-            "-connect",
-            socket,
-            "-servername",
-            sni,
-            "-ign_eof",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("running openssl s_client (make deps installs openssl)")?;
-    child.stdin.take().context("stdin")?.write_all(
-        format!("GET / HTTP/1.1\r\nHost: {sni}\r\nConnection: close\r\n\r\n").as_bytes(),
-    )?;
-    let out = child.wait_with_output()?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let pem = stdout.find("-----BEGIN CERTIFICATE-----").and_then(|b| {
-        stdout[b..]
-            .find("-----END CERTIFICATE-----")
-            .map(|e| &stdout[b..b + e + 25])
-    });
-    let Some(pem) = pem else {
-        return Ok((None, stdout));
-    };
-    let mut x509 = Command::new("openssl")
-        .args(["x509", "-noout", "-ext", "subjectAltName"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    x509.stdin
-        .take()
-        .context("stdin")?
-        .write_all(pem.as_bytes())?;
-    let san = String::from_utf8_lossy(&x509.wait_with_output()?.stdout).into_owned();
-    Ok((Some(san), stdout))
-}
-
-/// Connects with SNI `sni` until a backend answers; returns (certificate SAN, Pod that answered).
-fn tls_backend(cx: &Cx, sni: &str) -> Result<(String, String)> {
-    wait_for(&format!("a TLS backend for SNI {sni}"), DEADLINE, || {
-        let (san, out) = s_client(&cx.tls, sni)?;
-        let pod = out
-            .lines()
-            .find_map(|l| serde_json::from_str::<Value>(l).ok())
-            .and_then(|v| v["pod"].as_str().map(str::to_owned));
-        match (san, pod) {
-            (Some(san), Some(pod)) => Ok(Some((san, pod))),
-            (san, _) => Err(anyhow!("no answer yet (certificate: {san:?})")),
-        }
-    })
-}
-
 type Case = (&'static str, &'static [&'static str], fn(&Cx) -> Result<()>);
 
 /// The cases: (name as in the upstream suite, or `own:` for checks of issue 19, features it
@@ -271,7 +227,7 @@ const CASES: &[Case] = &[
             let gw = cx.sys.get_json(&["gateway", "-n", NS, "same-namespace"])?;
             let l = gw["status"]["listeners"].as_array().cloned().unwrap_or_default();
             let count = |name: &str| l.iter().find(|x| x["name"] == name).and_then(|x| x["attachedRoutes"].as_u64());
-            Ok((count("http") == Some(HTTP_ROUTE_COUNT) && count("tls") == Some(3)).then_some(()))
+            Ok((count("http") == Some(HTTP_ROUTE_COUNT) && count("tls") == Some(3) && count("tls-terminate") == Some(1)).then_some(()))
         })
     }),
     ("HTTPRouteSimpleSameNamespace", &["Gateway", "HTTPRoute"], |cx| {
@@ -382,7 +338,7 @@ const CASES: &[Case] = &[
     }),
     ("TLSRouteSimpleSameNamespace", &["Gateway", "TLSRoute"], |cx| {
         cx.expect_route_condition("tlsroute", "alpha", "Accepted", "True", "Accepted")?;
-        let (san, pod) = tls_backend(cx, "alpha.example")?;
+        let (san, pod) = tls_backend(&cx.tls, "alpha.example")?;
         ensure!(pod == "tls-alpha-1", "alpha.example reached {pod}");
         ensure!(san.contains("DNS:tls-alpha-1"), "alpha.example: the client saw {san}, not the backend's certificate");
         Ok(())
@@ -391,12 +347,12 @@ const CASES: &[Case] = &[
         cx.expect_route_condition("tlsroute", "nonexistent-backend", "ResolvedRefs", "False", "BackendNotFound")
     }),
     ("own: TLSRoute two hostnames, weighted backends, each client sees its backend's certificate", &["Gateway", "TLSRoute"], |cx| {
-        let (san, pod) = tls_backend(cx, "alpha.example")?;
+        let (san, pod) = tls_backend(&cx.tls, "alpha.example")?;
         ensure!(pod == "tls-alpha-1" && san.contains("DNS:tls-alpha-1"), "alpha: {pod} {san}");
         let mut seen = BTreeSet::new();
         let start = std::time::Instant::now();
         while start.elapsed() < DEADLINE {
-            let (san, pod) = tls_backend(cx, "beta.example")?;
+            let (san, pod) = tls_backend(&cx.tls, "beta.example")?;
             ensure!(pod != "tls-zero-1", "weight 0 got a connection");
             ensure!(pod == "tls-beta-1" || pod == "tls-gamma-1", "beta.example reached {pod}");
             ensure!(san.contains(&format!("DNS:{pod}")), "{pod} answered but the client saw {san}");
@@ -408,9 +364,9 @@ const CASES: &[Case] = &[
         bail!("only {seen:?} answered {DEADLINE:?} of connections split 1:1")
     }),
     ("own: TLSRoute unknown SNI is refused", &["Gateway", "TLSRoute"], |cx| {
-        tls_backend(cx, "alpha.example")?;
-        let (san, out) = s_client(&cx.tls, "unknown.example")?;
-        ensure!(san.is_none() && !out.contains("\"pod\""), "an unknown SNI got through: {out}");
+        tls_backend(&cx.tls, "alpha.example")?;
+        let s = s_client(&cx.tls, "unknown.example", None)?;
+        ensure!(s.san.is_none() && s.pod().is_none(), "an unknown SNI got through: {}", s.out);
         Ok(())
     }),
     ("own: TLSRoute on an HTTP listener is Accepted=False, UnsupportedValue", &["Gateway", "TLSRoute"], |cx| {
@@ -434,7 +390,7 @@ fn report(results: &[(&str, &[&str], Result<()>)]) -> String {
 
 #[test]
 fn gateway_api_conformance_cases_pass_through_real_traffic() -> Result<()> {
-    let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
+    let mut sys = System::start(&["--port-map", "80=0,443=0,8443=0"])?;
     let root = repo_root();
     sys.kubectl_ok(&[
         "apply",
@@ -448,7 +404,20 @@ fn gateway_api_conformance_cases_pass_through_real_traffic() -> Result<()> {
     sys.apply_basics()?;
     sys.apply_path(&root.join("deploy/gateway/gatewayclass.yaml"))?;
     sys.apply_path(&root.join("deploy/gateway/rbac.yaml"))?;
-    let mut infra = format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\n");
+    let mut infra = format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {WEB_NS}}}\n---\n");
+    infra.push_str(&backend("tcp-backend", "tcp-backend-1", 3000, false));
+    infra.push_str(&backend_in(
+        WEB_NS,
+        "web-backend",
+        "web-backend-1",
+        8080,
+        false,
+    ));
+    let (secret, cert) =
+        tls::tls_secret(NS, "tls-terminate-checks-certificate", "tls.example.com")?;
+    infra.push_str(&secret);
+    let mut ca = tempfile::NamedTempFile::new()?;
+    ca.write_all(cert.as_bytes())?;
     for v in ["v1", "v2", "v3"] {
         infra.push_str(&backend(
             &format!("infra-backend-{v}"),
@@ -481,10 +450,13 @@ fn gateway_api_conformance_cases_pass_through_real_traffic() -> Result<()> {
     .with_context(|| sys.logs())?;
     let http = sys.wait_for_listener(&ip, 80)?;
     let tls = sys.wait_for_listener(&ip, 443)?;
+    let terminate = sys.wait_for_listener(&ip, 8443)?;
     let cx = Cx {
         sys,
         http,
         tls,
+        terminate,
+        ca,
         client: reqwest::blocking::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(std::time::Duration::from_secs(30))
@@ -493,6 +465,7 @@ fn gateway_api_conformance_cases_pass_through_real_traffic() -> Result<()> {
 
     let results: Vec<(&str, &[&str], Result<()>)> = CASES
         .iter()
+        .chain(extended::CASES)
         .map(|(name, features, f)| (*name, *features, f(&cx)))
         .collect();
     let failed: Vec<String> = results

@@ -27,6 +27,24 @@ pub fn translate_firewall(
         .flat_map(|i| i.backends.values())
         .flat_map(|b| b.firewall_ports.iter().copied())
         .collect();
+    l7_firewall(
+        config.l7_firewall_name(),
+        L7_FIREWALL_DESCRIPTION,
+        &ports,
+        config,
+    )
+}
+
+/// An L7 firewall rule `name`: TCP to `ports` (in numeric order) from [`L7_SOURCE_RANGES`], on
+/// the cluster network, with the configured target tags (sorted, deduplicated). `None` when
+/// `ports` is empty (an empty `allowed.ports` would open every port). Shared by the Ingress
+/// rule ([`translate_firewall`]) and the Gateway controller's (`gateway/firewall.rs`).
+pub fn l7_firewall(
+    name: String,
+    description: &str,
+    ports: &BTreeSet<u16>,
+    config: &TranslateConfig,
+) -> Option<model::Firewall> {
     if ports.is_empty() {
         return None;
     }
@@ -37,8 +55,8 @@ pub fn translate_firewall(
     allowed.ip_protocol = Some("tcp".to_owned());
     allowed.ports = ports.iter().map(u16::to_string).collect();
     let mut firewall = model::Firewall::default();
-    firewall.name = Some(config.l7_firewall_name());
-    firewall.description = Some(L7_FIREWALL_DESCRIPTION.to_owned());
+    firewall.name = Some(name);
+    firewall.description = Some(description.to_owned());
     firewall.network = Some(config.network_ref());
     firewall.allowed = vec![allowed];
     firewall.source_ranges = L7_SOURCE_RANGES.iter().map(|r| (*r).to_owned()).collect();

@@ -401,6 +401,23 @@ fn to_cel(v: &Value) -> cel::Value {
     }
 }
 
+/// The CEL environment rules compile and run in: the standard library plus the strings
+/// extension (`split`, `join`, `lowerAscii`, `indexOf`, `replace`, `substring`, `trim` ...), which
+/// Kubernetes enables for `x-kubernetes-validations` (k8s.io/apiserver `cel/library`: `ext.Strings`;
+/// the Gateway API CRDs use `key.split("/")` in their label and annotation rules). A function
+/// neither provides fails the rule ("no such overload"), so the object is refused, never passed.
+fn cel_env() -> Arc<cel::Env> {
+    static ENV: std::sync::OnceLock<Arc<cel::Env>> = std::sync::OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = cel::Env::stdlib();
+        if let Err(e) = env.add_extension(cel::extensions::strings) {
+            tracing::error!(error = ?e, "registering the CEL strings extension");
+        }
+        Arc::new(env)
+    })
+    .clone()
+}
+
 /// Functions of Kubernetes' CEL libraries that CRDs use and the cel crate lacks: `isIP(string)`
 /// (k8s.io/apiserver `library/ip.go`: a valid IPv4 or IPv6 address, without a zone and not an
 /// IPv4-mapped IPv6 address; the Gateway API's TLSRoute `spec.hostnames` rule).
@@ -430,9 +447,10 @@ fn rules(v: &Value, schema: &Value, path: &str, out: &mut Vec<FieldError>) {
         if source.contains("oldSelf") {
             continue;
         }
-        let outcome = match cel::Program::compile(source) {
+        let env = cel_env();
+        let outcome = match env.compile(source) {
             Ok(program) => {
-                let mut ctx = cel::Context::default();
+                let mut ctx = cel::Context::with_env(env);
                 kubernetes_library(&mut ctx);
                 ctx.add_variable_from_value("self", to_cel(v));
                 match program.execute(&ctx) {
@@ -529,6 +547,32 @@ mod tests {
             obj["spec"],
             json!({"cdn": {"enabled": false, "ttl": null}, "list": [{"k": "v"}, {"k": "x"}], "tags": []})
         );
+    }
+
+    #[test]
+    fn string_extension_functions_are_available_to_rules() {
+        // The rule the Gateway API CRDs put on `spec.infrastructure.labels`/`annotations`.
+        let schema = json!({"type": "object", "additionalProperties": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "self.all(key, key.split(\"/\")[0].size() < 253)",
+                "message": "If specified, the label key's prefix must be a DNS subdomain not longer than 253 characters in total."}]});
+        let check = |v: Value| validate_at(&v, &schema, "spec.infrastructure.labels");
+        assert_eq!(
+            check(json!({"example.com/team": "a", "plain": "b"})),
+            Vec::new()
+        );
+        let long = format!("{}/team", "a".repeat(253));
+        let e = check(json!({ long: "a" }));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].message.contains("not longer than 253"), "{e:?}");
+    }
+
+    #[test]
+    fn a_rule_calling_an_unknown_function_refuses_the_object() {
+        let schema = json!({"type": "string",
+            "x-kubernetes-validations": [{"rule": "self.noSuchFunction() == 1"}]});
+        let e = validate_at(&json!("x"), &schema, "spec.name");
+        assert_eq!(e.len(), 1, "an unsupported function must not pass: {e:?}");
+        assert!(e[0].message.contains("noSuchFunction"), "{e:?}");
     }
 
     #[test]
