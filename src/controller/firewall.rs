@@ -32,22 +32,21 @@ impl Context {
     /// EndpointSlices' ports, which can change in a reconcile that changes no other Compute
     /// resource (only NEG endpoints), so "something changed" alone would miss it.
     pub(crate) async fn firewall_lacks_ports(&self, desired: &DesiredIngress) -> bool {
-        let mut needed = desired
+        let needed: Vec<String> = desired
             .backends
             .values()
-            .flat_map(|b| b.firewall_ports.iter())
-            .peekable();
-        if needed.peek().is_none() {
+            .flat_map(|b| b.firewall_ports.iter().map(|p| p.to_string()))
+            .collect();
+        if needed.is_empty() {
             return false;
         }
         let state = self.firewall_lock.lock().await;
         let Some((rule, _)) = state.last() else {
             return true;
         };
-        needed.any(|p| {
-            let p = p.to_string();
-            !rule.allowed.iter().any(|a| a.ports.contains(&p))
-        })
+        needed
+            .iter()
+            .any(|p| !rule.allowed.iter().any(|a| a.ports.contains(p)))
     }
 
     /// One firewall sync, serialised, over a snapshot taken under the lock, so concurrent
