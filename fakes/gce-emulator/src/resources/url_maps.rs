@@ -83,11 +83,11 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
                 for (j, rule) in rules.iter_mut().enumerate() {
                     let rp = format!("{prefix}.routeRules[{j}]");
                     let ro = as_obj(rule, &rp)?;
-                    if ro.get("priority").is_none() {
-                        return Err(ApiError::required(&format!("{rp}.priority")));
-                    }
+                    // `null` is unset: int_field removes it, so presence is checked after.
                     validate::int_field(ro, &rp, "priority", 0, 2_147_483_647, None)?;
-                    let priority = ro["priority"].to_string();
+                    let Some(priority) = ro.get("priority").map(Value::to_string) else {
+                        return Err(ApiError::required(&format!("{rp}.priority")));
+                    };
                     if !priorities.insert(priority.clone()) {
                         return Err(ApiError::invalid_value(
                             &format!("{rp}.priority"),
