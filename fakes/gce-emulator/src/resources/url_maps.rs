@@ -184,6 +184,7 @@ fn match_rule(m: &mut Obj, mp: &str) -> Result<(), ApiError> {
             }
         }
     }
+    valid_regex(m, mp)?;
     validate::bool_field(m, mp, "ignoreCase", None)?;
     if m.get("regexMatch").is_some() && m.get("ignoreCase").is_some_and(|v| v == true) {
         return Err(ApiError::invalid_value(
@@ -209,6 +210,7 @@ fn match_rule(m: &mut Obj, mp: &str) -> Result<(), ApiError> {
                     "rangeMatch",
                 ],
             )?;
+            valid_regex(ho, &hp)?;
         }
     }
     if let Some(qms) = validate::array_mut(m, mp, "queryParameterMatches")? {
@@ -217,8 +219,27 @@ fn match_rule(m: &mut Obj, mp: &str) -> Result<(), ApiError> {
             let qo = as_obj(q, &qp)?;
             validate::req_str(qo, &qp, "name")?;
             exactly_one(qo, &qp, &["presentMatch", "exactMatch", "regexMatch"])?;
+            valid_regex(qo, &qp)?;
         }
     }
+    Ok(())
+}
+
+/// `regexMatch`, when set, "must be a valid RE2 regular expression" (Compute API reference:
+/// HttpRouteRuleMatch, HttpHeaderMatch, HttpQueryParameterMatch); the data plane compiles it
+/// with the RE2-syntax `regex` crate, so what it cannot compile is refused here, not accepted
+/// and then left unserved.
+fn valid_regex(m: &Obj, prefix: &str) -> Result<(), ApiError> {
+    let Some(re) = validate::opt_str(m, prefix, "regexMatch")? else {
+        return Ok(());
+    };
+    regex::Regex::new(&format!("^(?:{re})$")).map_err(|e| {
+        ApiError::invalid_value(
+            &validate::path(prefix, "regexMatch"),
+            re,
+            &format!("Must be a valid RE2 regular expression: {e}"),
+        )
+    })?;
     Ok(())
 }
 

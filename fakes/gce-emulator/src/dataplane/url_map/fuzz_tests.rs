@@ -358,6 +358,27 @@ fn random_url_maps_route_deterministically_to_their_services_as_the_oracle_says(
         .collect();
     let h = Harness::new(&services);
     let coll = "projects/p/global/urlMaps";
+    // Past findings (`regression-*.json`), unmutated first: refused, or served as accepted.
+    for (file, um) in seeds.iter().filter(|(f, _)| {
+        f.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("regression"))
+    }) {
+        let mut um = um.clone();
+        um["name"] = "regression".into();
+        let (status, answer) = h
+            .call(Method::POST, coll, um.to_string().into_bytes())
+            .unwrap_or_else(|p| panic!("{}: panicked: {p}", file.display()));
+        if status == 200 {
+            let path = format!("{coll}/regression");
+            let got = h.call(Method::GET, &path, vec![]).expect("GET").1;
+            if let Err(e) = check(&mut rng, &got, false) {
+                panic!("{}: {e}", file.display());
+            }
+            h.call(Method::DELETE, &path, vec![]).expect("DELETE");
+        } else {
+            assert!((400..500).contains(&status), "{}: {answer}", file.display());
+        }
+    }
     let start = Instant::now();
     let (mut maps, mut accepted, mut oracle_maps, mut requests) = (0u64, 0u64, 0u64, 0u64);
     let mut findings = Vec::new();
