@@ -3,6 +3,8 @@
 
 pub mod apply;
 #[cfg(test)]
+mod fuzz_inputs;
+#[cfg(test)]
 mod fuzz_tests;
 pub mod strategic;
 
