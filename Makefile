@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo demo-gateway test test-real-api record-real-api build native-deps deps crds iam-role bench bench-control-plane bench-instructions lint fmt clean mutants image chaos
+.PHONY: demo demo-gateway test fuzz test-real-api record-real-api build native-deps deps crds iam-role bench bench-control-plane bench-instructions lint fmt clean mutants image chaos
 
 ## Build every binary (operator, gce-emulator, fake-kube-apiserver).
 build: native-deps
@@ -47,6 +47,16 @@ demo-gateway: build
 ## the timeouts of .config/nextest.toml. See docs/testing.md.
 test: deps build
 	$(CARGO) nextest run --workspace --no-fail-fast
+
+## Every fuzz target (issue 20; docs/testing.md, docs/reliability.md) for FUZZ_SECS seconds each
+## (default 600; `make test` runs each for 60): the translate path, the emulator's request
+## parsing and URL map matching, the local API's patch engines. FUZZ_SEED replays a run (each
+## target prints its seed). cargo test, not nextest: nextest's unit-test deadline is 2 minutes.
+FUZZ_SECS ?= 600
+fuzz: native-deps
+	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test -p gclb-operator --lib translate::fuzz_tests -- --nocapture
+	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test -p gce-emulator --lib fuzz_tests -- --nocapture
+	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test -p fake-kube-apiserver --lib patch::fuzz_tests -- --nocapture
 
 ## The real-API tier (docs/testing.md): the operator end to end and the differential fidelity
 ## table against a real kube-apiserver and etcd found the envtest way, in KUBEBUILDER_ASSETS

@@ -11,6 +11,8 @@
 pub mod addresses;
 pub mod admin;
 pub mod api;
+#[cfg(test)]
+mod api_fuzz_tests;
 pub mod batch;
 pub mod ca;
 pub mod calls;
@@ -21,6 +23,8 @@ pub mod errors;
 pub mod explain_cli;
 pub mod faults;
 pub mod filter;
+#[cfg(test)]
+mod fuzz_support;
 pub mod health_state;
 pub mod iam;
 pub mod listing;

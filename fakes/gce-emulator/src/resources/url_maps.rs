@@ -83,11 +83,11 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
                 for (j, rule) in rules.iter_mut().enumerate() {
                     let rp = format!("{prefix}.routeRules[{j}]");
                     let ro = as_obj(rule, &rp)?;
-                    if ro.get("priority").is_none() {
-                        return Err(ApiError::required(&format!("{rp}.priority")));
-                    }
+                    // `null` is unset: int_field removes it, so presence is checked after.
                     validate::int_field(ro, &rp, "priority", 0, 2_147_483_647, None)?;
-                    let priority = ro["priority"].to_string();
+                    let Some(priority) = ro.get("priority").map(Value::to_string) else {
+                        return Err(ApiError::required(&format!("{rp}.priority")));
+                    };
                     if !priorities.insert(priority.clone()) {
                         return Err(ApiError::invalid_value(
                             &format!("{rp}.priority"),
@@ -184,6 +184,7 @@ fn match_rule(m: &mut Obj, mp: &str) -> Result<(), ApiError> {
             }
         }
     }
+    valid_regex(m, mp)?;
     validate::bool_field(m, mp, "ignoreCase", None)?;
     if m.get("regexMatch").is_some() && m.get("ignoreCase").is_some_and(|v| v == true) {
         return Err(ApiError::invalid_value(
@@ -209,6 +210,7 @@ fn match_rule(m: &mut Obj, mp: &str) -> Result<(), ApiError> {
                     "rangeMatch",
                 ],
             )?;
+            valid_regex(ho, &hp)?;
         }
     }
     if let Some(qms) = validate::array_mut(m, mp, "queryParameterMatches")? {
@@ -217,8 +219,27 @@ fn match_rule(m: &mut Obj, mp: &str) -> Result<(), ApiError> {
             let qo = as_obj(q, &qp)?;
             validate::req_str(qo, &qp, "name")?;
             exactly_one(qo, &qp, &["presentMatch", "exactMatch", "regexMatch"])?;
+            valid_regex(qo, &qp)?;
         }
     }
+    Ok(())
+}
+
+/// `regexMatch`, when set, "must be a valid RE2 regular expression" (Compute API reference:
+/// HttpRouteRuleMatch, HttpHeaderMatch, HttpQueryParameterMatch); the data plane compiles it
+/// with the RE2-syntax `regex` crate, so what it cannot compile is refused here, not accepted
+/// and then left unserved.
+fn valid_regex(m: &Obj, prefix: &str) -> Result<(), ApiError> {
+    let Some(re) = validate::opt_str(m, prefix, "regexMatch")? else {
+        return Ok(());
+    };
+    regex::Regex::new(&format!("^(?:{re})$")).map_err(|e| {
+        ApiError::invalid_value(
+            &validate::path(prefix, "regexMatch"),
+            re,
+            &format!("Must be a valid RE2 regular expression: {e}"),
+        )
+    })?;
     Ok(())
 }
 

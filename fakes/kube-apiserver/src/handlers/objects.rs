@@ -305,7 +305,7 @@ pub async fn dispatch(
                 app.openapi.schema_of(&res)
             };
             if kind == PatchType::Apply {
-                let config = apply::parse(&body)?;
+                let config = apply::parse(&body, schema)?;
                 if strict {
                     validation::strict(&res, &config, schema)?;
                 }
@@ -319,7 +319,10 @@ pub async fn dispatch(
                     applied: Some(config.clone()),
                 };
                 let result = store.modify(&res, &ns, name, status_only, &writer, |live| {
-                    Ok(apply::merge(live, &config, &manager, sub, schema))
+                    let merged = apply::merge(live, &config, &manager, sub, schema);
+                    // Decoded into its type before defaulting, as the real server does.
+                    validation::decoding::check(&res, &merged, &body, app.openapi.schema_of(&res))?;
+                    Ok(merged)
                 });
                 return match result {
                     Err(ApiError::NotFound { .. }) if !status_only => {
@@ -341,6 +344,9 @@ pub async fn dispatch(
             let writer = Writer::update(manager(q, headers));
             let patched = store.modify(&res, &ns, name, status_only, &writer, |live| {
                 let patched = patch::apply_patch(kind, live, &body, schema)?;
+                // Decoded into its type before defaulting, as the real server does: a patch
+                // that makes `spec` a string is a 400, not a panic in defaulting.
+                validation::decoding::check(&res, &patched, &body, app.openapi.schema_of(&res))?;
                 if strict {
                     validation::strict(&res, &patched, app.openapi.schema_of(&res))?;
                 }

@@ -12,10 +12,10 @@ use crate::patch::strategic;
 use crate::schema::Schema;
 use crate::status::ApiError;
 
-/// Parses an apply body (YAML or JSON).
+/// Parses an apply body (YAML or JSON) for an object of `schema`.
 ///
-/// Errors: 400 when the body is not a YAML/JSON object.
-pub fn parse(body: &[u8]) -> Result<Value, ApiError> {
+/// Errors: 400 when the body is not a YAML/JSON object, or a list element lacks its merge key.
+pub fn parse(body: &[u8], schema: Option<Schema<'_>>) -> Result<Value, ApiError> {
     let v: Value = serde_yaml::from_slice(body).map_err(|e| {
         ApiError::BadRequest(format!(
             "the apply configuration is not valid YAML or JSON: {e}"
@@ -25,6 +25,11 @@ pub fn parse(body: &[u8]) -> Result<Value, ApiError> {
         return Err(ApiError::BadRequest(
             "the apply configuration must be an object with apiVersion, kind and metadata".into(),
         ));
+    }
+    if let Some(e) = strategic::missing_merge_key(&v, schema, "") {
+        return Err(ApiError::BadRequest(format!(
+            "the apply configuration is not valid: {e}"
+        )));
     }
     Ok(v)
 }

@@ -2,6 +2,10 @@
 //! crate; strategic merge patch and server-side apply in the submodules.
 
 pub mod apply;
+#[cfg(test)]
+mod fuzz_inputs;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod strategic;
 
 use serde_json::Value;
@@ -44,7 +48,8 @@ impl PatchType {
 /// `schema` is the object's schema (strategic merge metadata); `None` for custom resources,
 /// which, as on a real server, reject strategic merge patches.
 ///
-/// Errors: 400 for a malformed body, 422 when a JSON patch operation fails, 415 for a strategic
+/// Errors: 400 for a malformed body (a strategic merge patch's list element without its merge
+/// key included), 422 when a JSON patch operation fails, 415 for a strategic
 /// merge patch on a custom resource.
 pub fn apply_patch(
     kind: PatchType,
@@ -73,8 +78,11 @@ pub fn apply_patch(
                 .collect();
             let ops: json_patch::Patch =
                 serde_json::from_value(Value::Array(ops)).map_err(|e| bad(&e))?;
+            // `patch_unsafe`: the copy is dropped on error, so no undo is needed, and the
+            // crate's undo (`patch`) panics when it cannot reverse a `move` of a value onto its
+            // own parent (json-patch 4.2, "unable to undo applied patches").
             let mut doc = current.clone();
-            json_patch::patch(&mut doc, &ops).map_err(|e| ApiError::Invalid {
+            json_patch::patch_unsafe(&mut doc, &ops).map_err(|e| ApiError::Invalid {
                 kind: current["kind"].as_str().unwrap_or_default().to_string(),
                 name: crate::meta::name(current).to_string(),
                 group: String::new(),
@@ -96,6 +104,9 @@ pub fn apply_patch(
                 ));
             };
             let patch: Value = serde_json::from_slice(body).map_err(|e| bad(&e))?;
+            if let Some(e) = strategic::missing_merge_key(&patch, Some(schema), "") {
+                return Err(bad(&e));
+            }
             let mut doc = current.clone();
             strategic::merge(&mut doc, &patch, Some(schema));
             Ok(doc)

@@ -119,6 +119,47 @@ pub fn merge(doc: &mut Value, patch: &Value, schema: Option<Schema<'_>>) {
     }
 }
 
+/// The first list element of `patch` that lacks its list's merge key (`name` of `containers`,
+/// `containerPort` of `ports`...), or is not an object, as `spec.containers[1]`, if any. The real
+/// server refuses such a patch ("map: ... does not contain declared merge key: name") and such an
+/// apply configuration ("associative list with keys has an element that omits key field"); merged
+/// here, the element would be appended again by every patch or apply that carries it.
+pub fn missing_merge_key(patch: &Value, schema: Option<Schema<'_>>, path: &str) -> Option<String> {
+    patch
+        .as_object()?
+        .iter()
+        .filter(|(k, _)| !k.starts_with('$'))
+        .find_map(|(k, v)| {
+            let field = schema.and_then(|s| s.property(k));
+            let here = if path.is_empty() {
+                k.clone()
+            } else {
+                format!("{path}.{k}")
+            };
+            let Value::Array(items) = v else {
+                return missing_merge_key(v, field, &here);
+            };
+            let key = match field.map(|f| f.list_strategy()) {
+                Some(ListStrategy::MergeByKey(key)) => Some(key),
+                _ => None,
+            };
+            let item_schema = field.and_then(|f| f.items());
+            items.iter().enumerate().find_map(|(i, item)| {
+                let directive_only = item
+                    .as_object()
+                    .is_some_and(|m| !m.is_empty() && m.keys().all(|k| k.starts_with('$')));
+                match &key {
+                    Some(key) if !directive_only && item.get(key).is_none_or(Value::is_null) => {
+                        Some(format!(
+                            "{here}[{i}] has no merge key {key:?}; set {here}[{i}].{key}"
+                        ))
+                    }
+                    _ => missing_merge_key(item, item_schema, &format!("{here}[{i}]")),
+                }
+            })
+        })
+}
+
 fn reorder(items: &mut [Value], order: &[Value], strategy: Option<ListStrategy>) {
     let position = |item: &Value| -> usize {
         order
