@@ -14,18 +14,8 @@ mod support;
 
 use anyhow::{bail, Context, Result};
 use base64::Engine as _;
-use support::tls::{https_get, https_get_with, trusting};
+use support::tls::{https_get, https_get_with, self_signed, trusting};
 use support::*;
-
-/// A self-signed certificate for `host`: (PEM certificate, PEM key, DER certificate).
-fn self_signed(host: &str) -> Result<(String, String, Vec<u8>)> {
-    let ck = rcgen::generate_simple_self_signed(vec![host.to_string()])?;
-    Ok((
-        ck.cert.pem(),
-        ck.signing_key.serialize_pem(),
-        ck.cert.der().to_vec(),
-    ))
-}
 
 fn tls_secret(namespace: &str, name: &str, crt: &str, key: &str) -> String {
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);

@@ -269,9 +269,9 @@ spec:
         assert_eq!(keys, ["web/oauth", "web/opaque-tls"]);
     }
 
-    /// Secrets `a` and `b` in `certs` (fake PEM: only the markers are read), a delegation of
-    /// `a` to `web` and of `b` to `*` in `certs`, and a delegation in `web` naming `certs/c`,
-    /// which counts for nothing (a delegation lives in the Secret's namespace).
+    /// Secrets `a` and `c` in `certs` (fake PEM: only the markers are read), a delegation in
+    /// `certs` of `a` to `web` and of `b` to `*`, and a delegation in `web` of `c` to `*`,
+    /// which counts for nothing for `certs/c` (a delegation lives in the Secret's namespace).
     const DELEGATIONS: &str = r#"
 apiVersion: v1
 kind: Secret

@@ -135,3 +135,13 @@ pub fn trusting(roots_pem: &str) -> Result<Arc<ClientConfig>> {
             .with_no_client_auth(),
     ))
 }
+
+/// A self-signed certificate for `host`: (PEM certificate, PEM key, DER certificate).
+pub fn self_signed(host: &str) -> Result<(String, String, Vec<u8>)> {
+    let ck = rcgen::generate_simple_self_signed(vec![host.to_string()])?;
+    Ok((
+        ck.cert.pem(),
+        ck.signing_key.serialize_pem(),
+        ck.cert.der().to_vec(),
+    ))
+}
