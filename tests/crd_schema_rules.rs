@@ -410,7 +410,7 @@ fn printed_crds() -> Vec<Value> {
         .map(|doc| serde::Deserialize::deserialize(doc).expect("YAML document"))
         .filter(|doc: &Value| !doc.is_null())
         .collect();
-    assert_eq!(docs.len(), 3, "three CRDs expected:\n{text}");
+    assert_eq!(docs.len(), 4, "four CRDs expected:\n{text}");
     docs
 }
 

@@ -232,10 +232,11 @@ fn takeover_and_gke_addon_components_render_what_docs_install_md_says() -> Resul
             .filter(|o| o["kind"] == "CustomResourceDefinition")
             .count()
     };
-    assert_eq!(crds(&takeover), 3);
+    assert_eq!(crds(&takeover), 4);
 
     let addon = objects(&render(&deploy_dir(), &["components/gke-addon"])?)?;
-    assert_eq!(crds(&addon), 0, "GKE's CRDs are left as GKE installed them");
+    // GKE's three are left as GKE installed them; the project's TLSCertificateDelegation stays.
+    assert_eq!(crds(&addon), 1, "GKE's CRDs are left as GKE installed them");
     assert_eq!(
         config_map(&addon)?["data"]["GCLB_MANAGED_CERTIFICATES"],
         "false"

@@ -12,7 +12,9 @@
 //! ServiceAccount (allowed verbs, denials as real 403s), the operator running as that
 //! ServiceAccount: Ingress -> Compute resources -> status IP, the finalizer, Events, leader
 //! election (its Lease), a BackendConfig's timeout on the backend service, a FrontendConfig and a
-//! ManagedCertificate accepted by the real server's CRD validation, the readiness gate turning
+//! ManagedCertificate and a TLSCertificateDelegation accepted by the real server's CRD validation
+//! (and a TLSCertificateDelegation without target namespaces and an Ingress v1 `secretName` of
+//! the `namespace/name` form refused), the readiness gate turning
 //! True, traffic through the load balancer, adding TLS without an IP change, and deletion.
 
 #[path = "real_api/harness.rs"]
@@ -145,6 +147,14 @@ metadata:
   namespace: {NS}
 spec:
   domains: [web.example.com]
+---
+apiVersion: gclb-operator.dev/v1alpha1
+kind: TLSCertificateDelegation
+metadata:
+  name: web
+  namespace: {NS}
+spec:
+  delegations: [{{secretName: web-tls, targetNamespaces: ["*", default]}}]
 "#
     )
 }
@@ -350,6 +360,19 @@ fn operator_on_a_real_api_server() {
         None,
     );
     kubectl_ok(&kc, &["apply", "-f", "-"], Some(&workload(pod_ip, netns)));
+    // The CRD's schema refuses a delegation to no namespace; Ingress v1 refuses `ns/name` in
+    // secretName (why docs/annotations.md sends users to projectcontour.io/tls-cert-namespace).
+    let refused = [
+        ("apiVersion: gclb-operator.dev/v1alpha1\nkind: TLSCertificateDelegation\nmetadata: {name: none, namespace: shop}\nspec: {delegations: [{secretName: web-tls, targetNamespaces: []}]}\n", "targetNamespaces"),
+        ("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: slash, namespace: shop}\nspec:\n  defaultBackend: {service: {name: web, port: {number: 80}}}\n  tls: [{secretName: certs/web-tls}]\n", "secretName"),
+    ];
+    for (yaml, field) in refused {
+        let (ok, _, err) = harness::kubectl(&kc, &["apply", "-f", "-"], Some(yaml));
+        assert!(
+            !ok && err.contains(field),
+            "{yaml} was not refused on {field}: {err}"
+        );
+    }
     let status = format!(
         r#"{{"status":{{"phase":"Running","podIP":"{pod_ip}","podIPs":[{{"ip":"{pod_ip}"}}],"conditions":[{{"type":"ContainersReady","status":"True"}}]}}}}"#
     );

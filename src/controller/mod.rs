@@ -58,7 +58,7 @@ use tracing::info;
 
 use crate::compute::Compute;
 use crate::sync::SyncError;
-use crate::translate::{Mode, TranslateConfig};
+use crate::translate::{secret_refs, Mode, TranslateConfig};
 
 pub use context::Context;
 pub use metrics::ControllerMetrics;
@@ -233,6 +233,23 @@ pub async fn run(
     let pod_stores = stores.clone();
     let (secret_all, class_all, bc_all) = (all_in.clone(), all_in.clone(), all_in.clone());
     let (fc_all, mc_all) = (all_in.clone(), all_in.clone());
+    // Ingresses that name a Secret of namespace `ns` through `spec.tls` from another namespace
+    // (TLS certificate delegation): a Secret or a TLSCertificateDelegation changing there may
+    // give them a certificate or take it away (revocation).
+    let using_secrets_of = {
+        let stores = stores.clone();
+        move |ns: Option<String>| -> Vec<ObjectRef<Ingress>> {
+            let Some(ns) = ns else { return Vec::new() };
+            stores
+                .ingresses
+                .state()
+                .iter()
+                .filter(|i| secret_refs::foreign_secret_namespaces(i).contains(&ns))
+                .map(|i| ObjectRef::from_obj(&**i))
+                .collect()
+        }
+    };
+    let (secret_foreign, td_foreign) = (using_secrets_of.clone(), using_secrets_of);
     let mut controller = controller
         .watches(
             Api::<Service>::all(client.clone()),
@@ -263,7 +280,11 @@ pub async fn run(
         .watches(
             Api::<Secret>::all(client.clone()),
             stores::secrets_watch(),
-            move |secret| secret_all(secret.namespace()),
+            move |secret| {
+                let mut refs = secret_all(secret.namespace());
+                refs.extend(secret_foreign(secret.namespace()));
+                refs
+            },
         )
         .watches(
             Api::<IngressClass>::all(client.clone()),
@@ -292,6 +313,14 @@ pub async fn run(
             Api::<crate::crd::ManagedCertificate>::all(client.clone()),
             watcher::Config::default(),
             move |mc| mc_all(mc.namespace()),
+        );
+    }
+
+    if served_crd::<crate::crd::TLSCertificateDelegation>(&client).await {
+        controller = controller.watches(
+            Api::<crate::crd::TLSCertificateDelegation>::all(client.clone()),
+            watcher::Config::default(),
+            move |td| td_foreign(td.namespace()),
         );
     }
 

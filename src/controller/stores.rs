@@ -1,5 +1,6 @@
 //! Reflector stores for every kind translation reads, and the [`ClusterSnapshot`] built from
-//! them. The CRD kinds (BackendConfig, FrontendConfig, ManagedCertificate) are optional: when
+//! them. The CRD kinds (BackendConfig, FrontendConfig, ManagedCertificate,
+//! TLSCertificateDelegation) are optional: when
 //! their CRD is not installed the store stays empty and a warning is logged.
 //!
 //! Readiness is published once through a `tokio::sync::watch` channel rather than by letting
@@ -24,7 +25,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use super::prune;
-use crate::crd::{BackendConfig, FrontendConfig, ManagedCertificate};
+use crate::crd::{BackendConfig, FrontendConfig, ManagedCertificate, TLSCertificateDelegation};
 use crate::readiness::lookup::NodeMeta;
 use crate::translate::endpoints::node_zone;
 use crate::translate::{ClusterSnapshot, SnapshotObject};
@@ -50,6 +51,9 @@ pub struct Stores {
     pub frontend_configs: Store<FrontendConfig>,
     /// ManagedCertificates (empty when the CRD is absent).
     pub managed_certificates: Store<ManagedCertificate>,
+    /// TLSCertificateDelegations (empty when the CRD is absent: then no Secret of another
+    /// namespace is ever used, default deny).
+    pub tls_certificate_delegations: Store<TLSCertificateDelegation>,
     /// Nodes, metadata only (their zones).
     pub nodes: Store<NodeMeta>,
     /// The set of Node zones; changes when a zone gains its first Node or loses its last.
@@ -237,6 +241,7 @@ impl Stores {
         let bc = served::<BackendConfig>(client).await;
         let fc = served::<FrontendConfig>(client).await;
         let mc = served::<ManagedCertificate>(client).await;
+        let td = served::<TLSCertificateDelegation>(client).await;
         let (nodes, zones) = spawn_node_reflector(client);
         Self {
             ingresses,
@@ -258,6 +263,7 @@ impl Stores {
             backend_configs: optional_store(client, bc),
             frontend_configs: optional_store(client, fc),
             managed_certificates: optional_store(client, mc),
+            tls_certificate_delegations: optional_store(client, td),
             nodes,
             zones,
             ready: Arc::new(tokio::sync::watch::channel(false).0),
@@ -277,6 +283,10 @@ impl Stores {
             first_list("BackendConfig", self.backend_configs.clone()),
             first_list("FrontendConfig", self.frontend_configs.clone()),
             first_list("ManagedCertificate", self.managed_certificates.clone()),
+            first_list(
+                "TLSCertificateDelegation",
+                self.tls_certificate_delegations.clone(),
+            ),
             first_list("Node", self.nodes.clone()),
         ];
         let ready = self.ready.clone();
@@ -323,6 +333,7 @@ impl Stores {
         fill(&mut s, &self.backend_configs);
         fill(&mut s, &self.frontend_configs);
         fill(&mut s, &self.managed_certificates);
+        fill(&mut s, &self.tls_certificate_delegations);
         s.node_zones = node_zones(&self.nodes);
         s
     }
@@ -354,6 +365,7 @@ mod tests {
         let (backend_configs, mut w_bc) = empty::<BackendConfig>();
         let (frontend_configs, mut w_fc) = empty::<FrontendConfig>();
         let (managed_certificates, mut w_mc) = empty::<ManagedCertificate>();
+        let (tls_certificate_delegations, mut w_td) = empty::<TLSCertificateDelegation>();
         let (nodes, mut w_node) = empty::<NodeMeta>();
         let stores = Stores {
             ingresses,
@@ -365,6 +377,7 @@ mod tests {
             backend_configs,
             frontend_configs,
             managed_certificates,
+            tls_certificate_delegations,
             nodes,
             zones: watch::channel(BTreeSet::new()).1,
             ready: Arc::new(tokio::sync::watch::channel(false).0),
@@ -388,6 +401,7 @@ mod tests {
         w_bc.apply_watcher_event(&watcher::Event::InitDone);
         w_fc.apply_watcher_event(&watcher::Event::InitDone);
         w_mc.apply_watcher_event(&watcher::Event::InitDone);
+        w_td.apply_watcher_event(&watcher::Event::InitDone);
         w_node.apply_watcher_event(&watcher::Event::InitDone);
         let deadline = Duration::from_secs(30);
         for w in waiters {

@@ -1,5 +1,6 @@
-//! The GKE custom resources this operator reads: BackendConfig, FrontendConfig and
-//! ManagedCertificate (`reference/ingress-gce-inventory.md` sections 3a-3c).
+//! The custom resources this operator reads: GKE's BackendConfig, FrontendConfig and
+//! ManagedCertificate (`reference/ingress-gce-inventory.md` sections 3a-3c), and this project's
+//! TLSCertificateDelegation (`gclb-operator.dev`, Contour's shape; reference 004).
 //!
 //! The Rust types are the source of truth; `crds/*.yaml` is generated from them with
 //! [`crds_yaml`] (`gclb-operator crds --out-dir crds`) and a unit test fails when the
@@ -8,6 +9,7 @@
 pub mod backend_config;
 pub mod frontend_config;
 pub mod managed_certificate;
+pub mod tls_certificate_delegation;
 
 use std::collections::BTreeMap;
 
@@ -21,9 +23,12 @@ pub use frontend_config::{FrontendConfig, FrontendConfigSpec};
 pub use managed_certificate::{
     ManagedCertificate, ManagedCertificateSpec, ManagedCertificateStatus,
 };
+pub use tls_certificate_delegation::{
+    CertificateDelegation, TLSCertificateDelegation, TLSCertificateDelegationSpec,
+};
 
 /// Every CustomResourceDefinition this operator needs, in a fixed order
-/// (BackendConfig, FrontendConfig, ManagedCertificate).
+/// (BackendConfig, FrontendConfig, ManagedCertificate, TLSCertificateDelegation).
 ///
 /// Every schema is passed through [`without_null_enums`], so each is one that an
 /// apiextensions.k8s.io/v1 server and `kubectl`'s client-side validation accept.
@@ -32,6 +37,7 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
         backend_config_crd(),
         FrontendConfig::crd(),
         ManagedCertificate::crd(),
+        TLSCertificateDelegation::crd(),
     ];
     for crd in &mut crds {
         for version in &mut crd.spec.versions {

@@ -10,8 +10,13 @@ use k8s_openapi::api::networking::v1::Ingress;
 
 use super::annotations;
 use super::namer::{self, FrontendNamer};
+use super::secret_refs::tls_secrets;
 use super::url_map::ingress_description;
 use super::{ClusterSnapshot, Finding, ObjectKey, TranslateConfig, TranslateError};
+
+/// Event reason of a `spec.tls` Secret of another namespace that no TLSCertificateDelegation
+/// delegates to the Ingress's namespace (`crate::translate::secret_refs`).
+pub const DELEGATION_REFUSED: &str = "CertificateDelegationRefused";
 
 /// Most certificates one target HTTPS proxy accepts.
 pub const MAX_CERTIFICATES: usize = 15;
@@ -28,10 +33,13 @@ pub struct CertificatePlan {
 }
 
 /// Collects the certificates of `ingress`. A missing or malformed Secret or ManagedCertificate
-/// is a Warning finding and is skipped, so the Ingress keeps serving what it can.
+/// is a Warning finding and is skipped, so the Ingress keeps serving what it can; so is a
+/// `spec.tls` Secret of another namespace without a TLSCertificateDelegation allowing it
+/// (reason [`DELEGATION_REFUSED`], naming the field, the Secret and the delegation to create).
 ///
 /// # Errors
-/// A pre-shared certificate name that is not a valid Compute name (never sent to the API).
+/// A pre-shared certificate name that is not a valid Compute name (never sent to the API); an
+/// `projectcontour.io/tls-cert-namespace` value that is not a namespace name.
 pub fn certificates(
     snapshot: &ClusterSnapshot,
     config: &TranslateConfig,
@@ -74,18 +82,23 @@ pub fn certificates(
             }
         }
     }
-    let tls = ingress
-        .spec
-        .as_ref()
-        .and_then(|s| s.tls.as_deref())
-        .unwrap_or_default();
-    for (i, entry) in tls.iter().enumerate() {
-        let Some(secret_name) = entry.secret_name.as_deref().filter(|s| !s.is_empty()) else {
+    for tls in tls_secrets(snapshot, ingress)? {
+        let (field, secret_key) = (&tls.field, &tls.key);
+        if !tls.permitted {
+            plan.findings.push(warning(
+                DELEGATION_REFUSED,
+                format!(
+                    "Ingress {key}: {field} names Secret {secret_key} of another namespace, and no TLSCertificateDelegation in namespace {ns} delegates it to namespace {own}; \
+                     HTTPS is served without it (default deny). To allow it, create in namespace {ns}: \
+                     apiVersion: gclb-operator.dev/v1alpha1, kind: TLSCertificateDelegation, spec: {{delegations: [{{secretName: {name}, targetNamespaces: [{own}]}}]}}",
+                    ns = secret_key.namespace,
+                    own = key.namespace,
+                    name = secret_key.name,
+                ),
+            ));
             continue;
-        };
-        let field = format!("spec.tls[{i}].secretName");
-        let secret_key = ObjectKey::new(key.namespace.clone(), secret_name);
-        match secret_pem(snapshot, &secret_key) {
+        }
+        match secret_pem(snapshot, secret_key) {
             Err(problem) => plan.findings.push(warning(
                 "Sync",
                 format!(

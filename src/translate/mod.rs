@@ -275,6 +275,7 @@ pub fn translate_ingress(
             ncp::HTTP_REDIRECT,
             ncp::USE_REGEX,
             ncp::WHITELIST_SOURCE_RANGE,
+            secret_refs::TLS_CERT_NAMESPACE,
         ],
     ));
 

@@ -8,7 +8,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::ResourceExt;
 
-use crate::crd::{BackendConfig, FrontendConfig, ManagedCertificate};
+use crate::crd::{BackendConfig, FrontendConfig, ManagedCertificate, TLSCertificateDelegation};
 
 /// Identity of a Kubernetes object: namespace (`""` for cluster-scoped objects) and name.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -68,6 +68,9 @@ pub struct ClusterSnapshot {
     pub frontend_configs: BTreeMap<ObjectKey, Arc<FrontendConfig>>,
     /// ManagedCertificates.
     pub managed_certificates: BTreeMap<ObjectKey, Arc<ManagedCertificate>>,
+    /// TLSCertificateDelegations: which Secrets of their namespace other namespaces may use
+    /// (`crate::translate::secret_refs`).
+    pub tls_certificate_delegations: BTreeMap<ObjectKey, Arc<TLSCertificateDelegation>>,
     /// Zone of each Node that has one (`topology.kubernetes.io/zone`), by Node name: where
     /// NEGs go and the zone of endpoints whose EndpointSlice entry names none.
     pub node_zones: BTreeMap<String, String>,
@@ -120,3 +123,4 @@ snapshot_object!(Secret, secrets);
 snapshot_object!(BackendConfig, backend_configs);
 snapshot_object!(FrontendConfig, frontend_configs);
 snapshot_object!(ManagedCertificate, managed_certificates);
+snapshot_object!(TLSCertificateDelegation, tls_certificate_delegations);

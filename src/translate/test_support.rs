@@ -57,6 +57,9 @@ pub fn snapshot_from_yaml(yaml: &str) -> ClusterSnapshot {
             "BackendConfig" => insert::<crate::crd::BackendConfig>(&mut snapshot, doc),
             "FrontendConfig" => insert::<crate::crd::FrontendConfig>(&mut snapshot, doc),
             "ManagedCertificate" => insert::<crate::crd::ManagedCertificate>(&mut snapshot, doc),
+            "TLSCertificateDelegation" => {
+                insert::<crate::crd::TLSCertificateDelegation>(&mut snapshot, doc)
+            }
             other => panic!("unsupported kind {other} in test data"),
         }
     }

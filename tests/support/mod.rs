@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod load;
+pub mod tls;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -657,7 +658,12 @@ impl System {
         for f in &files {
             self.apply_path(f)?;
         }
-        for kind in ["backendconfigs", "frontendconfigs", "managedcertificates"] {
+        for kind in [
+            "backendconfigs",
+            "frontendconfigs",
+            "managedcertificates",
+            "tlscertificatedelegations",
+        ] {
             wait_for(&format!("{kind} to be served"), DEADLINE, || {
                 self.kubectl_ok(&["get", kind, "-A"]).map(Some)
             })?;
