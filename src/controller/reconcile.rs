@@ -33,7 +33,9 @@ pub async fn reconcile(ingress: Arc<Ingress>, ctx: Arc<Context>) -> Result<Actio
 
 async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Action, Error> {
     let key = ObjectKey::of(&*ingress);
-    let snapshot = ctx.stores.snapshot();
+    let snapshot = ctx
+        .stores
+        .snapshot_for(&translation_namespaces(&key, &ctx.config.translate));
     let owned = owns_ingress(&snapshot, &ingress, &ctx.config.translate);
     let own_finalizer = finalizer_for(ctx.config.translate.mode);
     let has_finalizer = ingress.finalizers().iter().any(|f| f == own_finalizer);
@@ -76,6 +78,19 @@ async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Ac
     })
     .await
     .map_err(|e| Error::Finalizer(Box::new(e)))
+}
+
+/// The namespaces translating the Ingress `key` reads Pods and Secrets from: its own and the
+/// default backend's ([`super::Stores::snapshot_for`]).
+pub(crate) fn translation_namespaces<'a>(
+    key: &'a ObjectKey,
+    config: &'a crate::translate::TranslateConfig,
+) -> Vec<&'a str> {
+    let mut namespaces = vec![key.namespace.as_str()];
+    if let Some((ns, _, _)) = &config.default_backend {
+        namespaces.push(ns.as_str());
+    }
+    namespaces
 }
 
 async fn apply(
