@@ -2,38 +2,36 @@
 //! backend's only ([`super::Stores::snapshot_for`]); translating with it must give exactly what
 //! translating with the whole cluster gives.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
-
-use k8s_openapi::api::core::v1::{Pod, Secret};
 
 use super::reconcile::translation_namespaces;
 use super::stores::stores_holding;
 use crate::translate::test_support::{config, snapshot_from_yaml};
 use crate::translate::{translate_ingress, ClusterSnapshot, ObjectKey};
 
+/// Copies of `objects` in namespace `elsewhere`.
+fn moved<K: kube::Resource + Clone>(
+    objects: &BTreeMap<ObjectKey, Arc<K>>,
+) -> Vec<(ObjectKey, Arc<K>)> {
+    objects
+        .iter()
+        .map(|(key, object)| {
+            let mut object = K::clone(object);
+            object.meta_mut().namespace = Some("elsewhere".into());
+            (
+                ObjectKey::new("elsewhere", key.name.clone()),
+                Arc::new(object),
+            )
+        })
+        .collect()
+}
+
 /// The translation golden test's cluster plus a copy of every Pod and Secret in another
 /// namespace (same labels and names: a big cluster's other workloads).
 fn cluster() -> ClusterSnapshot {
     let mut snapshot = snapshot_from_yaml(include_str!("../translate/testdata/features.yaml"));
-    let moved = |key: &ObjectKey| ObjectKey::new("elsewhere", key.name.clone());
-    let pods: Vec<(ObjectKey, Arc<Pod>)> = snapshot
-        .pods
-        .iter()
-        .map(|(k, p)| {
-            let mut p = Pod::clone(p);
-            p.metadata.namespace = Some("elsewhere".into());
-            (moved(k), Arc::new(p))
-        })
-        .collect();
-    let secrets: Vec<(ObjectKey, Arc<Secret>)> = snapshot
-        .secrets
-        .iter()
-        .map(|(k, s)| {
-            let mut s = Secret::clone(s);
-            s.metadata.namespace = Some("elsewhere".into());
-            (moved(k), Arc::new(s))
-        })
-        .collect();
+    let (pods, secrets) = (moved(&snapshot.pods), moved(&snapshot.secrets));
     snapshot.pods.extend(pods);
     snapshot.secrets.extend(secrets);
     snapshot
