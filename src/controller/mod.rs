@@ -39,6 +39,8 @@ pub mod problems;
 pub mod prune;
 pub mod reconcile;
 pub mod secrets;
+#[cfg(test)]
+mod snapshot_scope_tests;
 pub mod status;
 pub mod stores;
 

@@ -33,7 +33,9 @@ pub async fn reconcile(ingress: Arc<Ingress>, ctx: Arc<Context>) -> Result<Actio
 
 async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Action, Error> {
     let key = ObjectKey::of(&*ingress);
-    let snapshot = ctx.stores.snapshot();
+    let snapshot = ctx
+        .stores
+        .snapshot_for(&translation_namespaces(&ingress, &ctx.config.translate));
     let owned = owns_ingress(&snapshot, &ingress, &ctx.config.translate);
     let own_finalizer = finalizer_for(ctx.config.translate.mode);
     let has_finalizer = ingress.finalizers().iter().any(|f| f == own_finalizer);
@@ -76,6 +78,24 @@ async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Ac
     })
     .await
     .map_err(|e| Error::Finalizer(Box::new(e)))
+}
+
+/// The namespaces translating `ingress` reads Pods and Secrets from: its own, the default
+/// backend's, and those whose Secrets its `spec.tls` names through Contour's delegation forms
+/// ([`crate::translate::secret_refs::foreign_secret_namespaces`]; whether they are delegated is
+/// translation's decision) ([`super::Stores::snapshot_for`]).
+pub(crate) fn translation_namespaces(
+    ingress: &Ingress,
+    config: &crate::translate::TranslateConfig,
+) -> Vec<String> {
+    let mut namespaces = vec![ingress.namespace().unwrap_or_default()];
+    if let Some((ns, _, _)) = &config.default_backend {
+        namespaces.push(ns.clone());
+    }
+    namespaces.extend(crate::translate::secret_refs::foreign_secret_namespaces(
+        ingress,
+    ));
+    namespaces
 }
 
 async fn apply(

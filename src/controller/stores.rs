@@ -310,32 +310,94 @@ impl Stores {
         *self.ready.borrow()
     }
 
-    /// A point-in-time copy of every store.
+    /// A point-in-time copy of every store (the whole-cluster jobs: garbage collection and the
+    /// firewall rule translate every Ingress).
     pub fn snapshot(&self) -> ClusterSnapshot {
-        fn fill<K>(s: &mut ClusterSnapshot, store: &Store<K>)
+        self.snapshot_scoped(None)
+    }
+
+    /// A point-in-time copy of the stores for translating Ingresses of `namespaces` (an
+    /// Ingress's own namespace and the default backend's): every kind in full except Pods and
+    /// Secrets, the two kinds that grow with the cluster rather than with its Ingresses, of which
+    /// only those in `namespaces` are taken. Translation reads no others: an Ingress's Services
+    /// (and their BackendConfigs, whose IAP Secret is in the Service's namespace) are in its own
+    /// namespace or are the default backend, the Pods it reads are the ones its Services select
+    /// or its EndpointSlices name (same namespace), and `spec.tls` Secrets are in its namespace.
+    ///
+    /// Per reconcile this costs O(Pods and Secrets of those namespaces), not O(cluster): with
+    /// 10k Pods elsewhere, copying them all into every reconcile's snapshot kept both cores
+    /// busy, so the controller stopped draining its Ingress watch (2.4 MB queued at the API
+    /// server) and reconciled stale Ingresses into 422s (docs/performance.md, issue 18).
+    pub fn snapshot_for(&self, namespaces: &[String]) -> ClusterSnapshot {
+        self.snapshot_scoped(Some(namespaces))
+    }
+
+    fn snapshot_scoped(&self, namespaces: Option<&[String]>) -> ClusterSnapshot {
+        fn fill<K>(s: &mut ClusterSnapshot, store: &Store<K>, namespaces: Option<&[String]>)
         where
             K: SnapshotObject + Clone + kube::runtime::reflector::Lookup,
             <K as kube::runtime::reflector::Lookup>::DynamicType: Eq + std::hash::Hash + Clone,
         {
-            // The stores' own Arcs: a snapshot shares the objects instead of copying them
-            // (it is taken per reconcile, so a copy would cost O(cluster size) each time).
+            // The stores' own Arcs: a snapshot shares the objects instead of copying them.
             for object in store.state() {
-                s.insert_shared(object);
+                let wanted = namespaces.is_none_or(|wanted| {
+                    let ns = object.meta().namespace.as_deref().unwrap_or_default();
+                    wanted.iter().any(|w| w == ns)
+                });
+                if wanted {
+                    s.insert_shared(object);
+                }
             }
         }
         let mut s = ClusterSnapshot::default();
-        fill(&mut s, &self.ingresses);
-        fill(&mut s, &self.services);
-        fill(&mut s, &self.endpoint_slices);
-        fill(&mut s, &self.pods);
-        fill(&mut s, &self.ingress_classes);
-        fill(&mut s, &self.secrets);
-        fill(&mut s, &self.backend_configs);
-        fill(&mut s, &self.frontend_configs);
-        fill(&mut s, &self.managed_certificates);
-        fill(&mut s, &self.tls_certificate_delegations);
+        fill(&mut s, &self.ingresses, None);
+        fill(&mut s, &self.services, None);
+        fill(&mut s, &self.endpoint_slices, None);
+        fill(&mut s, &self.pods, namespaces);
+        fill(&mut s, &self.ingress_classes, None);
+        fill(&mut s, &self.secrets, namespaces);
+        fill(&mut s, &self.backend_configs, None);
+        fill(&mut s, &self.frontend_configs, None);
+        fill(&mut s, &self.managed_certificates, None);
+        fill(&mut s, &self.tls_certificate_delegations, None);
         s.node_zones = node_zones(&self.nodes);
         s
+    }
+}
+
+/// Stores holding the objects of `snapshot` (tests of what reads them).
+#[cfg(test)]
+pub(crate) fn stores_holding(snapshot: &ClusterSnapshot) -> Stores {
+    fn store_of<K>(objects: impl Iterator<Item = K>) -> Store<K>
+    where
+        K: kube::runtime::reflector::Lookup + Clone + 'static,
+        K::DynamicType: Eq + std::hash::Hash + Clone + Default,
+    {
+        let (reader, mut writer) = reflector::store();
+        for object in objects {
+            writer.apply_watcher_event(&watcher::Event::Apply(object));
+        }
+        reader
+    }
+    fn all<K: Clone>(
+        map: &BTreeMap<crate::translate::ObjectKey, Arc<K>>,
+    ) -> impl Iterator<Item = K> + '_ {
+        map.values().map(|o| K::clone(o))
+    }
+    Stores {
+        ingresses: store_of(all(&snapshot.ingresses)),
+        services: store_of(all(&snapshot.services)),
+        endpoint_slices: store_of(all(&snapshot.endpoint_slices)),
+        pods: store_of(all(&snapshot.pods)),
+        ingress_classes: store_of(all(&snapshot.ingress_classes)),
+        secrets: store_of(all(&snapshot.secrets)),
+        backend_configs: store_of(all(&snapshot.backend_configs)),
+        frontend_configs: store_of(all(&snapshot.frontend_configs)),
+        managed_certificates: store_of(all(&snapshot.managed_certificates)),
+        tls_certificate_delegations: store_of(all(&snapshot.tls_certificate_delegations)),
+        nodes: store_of(std::iter::empty()),
+        zones: watch::channel(BTreeSet::new()).1,
+        ready: Arc::new(tokio::sync::watch::channel(true).0),
     }
 }
 
