@@ -283,7 +283,7 @@ impl Context {
         let snapshot = self.stores.snapshot();
         let live = self.live_set(&snapshot, exclude);
         // Regional first: a regional backend service holds the NEGs the global run deletes.
-        let mut result = self.regional_gc(&snapshot, exclude, changes).await;
+        let mut result = Box::pin(self.regional_gc(&snapshot, exclude, changes)).await;
         if result.is_ok() {
             result = collect_garbage(&self.compute, &live, changes).await;
         }

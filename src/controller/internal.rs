@@ -76,7 +76,13 @@ impl Context {
             return Ok(());
         };
         let live = self.regional_live_set(snapshot, exclude);
-        collect_regional_garbage(&self.compute, &region, &live, changes).await
+        Box::pin(collect_regional_garbage(
+            &self.compute,
+            &region,
+            &live,
+            changes,
+        ))
+        .await
     }
 }
 
@@ -104,17 +110,28 @@ pub(crate) async fn sync_internal_lb(
         .collect();
     ports.sort_unstable();
     ports.dedup();
-    let firewall = check_preconditions(&ctx.compute, &ctx.config.translate, region, &ports)
-        .await
-        .map_err(sync_err)?;
+    let firewall = Box::pin(check_preconditions(
+        &ctx.compute,
+        &ctx.config.translate,
+        region,
+        &ports,
+    ))
+    .await
+    .map_err(sync_err)?;
     if let Some(note) = firewall {
         ctx.event(ingress, true, "Sync", note).await;
     }
     let namer = ctx.namer(&key);
     let _shared = ctx.gc_lock.read().await;
-    sync_internal(&ctx.compute, &ctx.locks, &namer, desired, changes)
-        .await
-        .map_err(sync_err)
+    Box::pin(sync_internal(
+        &ctx.compute,
+        &ctx.locks,
+        &namer,
+        desired,
+        changes,
+    ))
+    .await
+    .map_err(sync_err)
 }
 
 /// Deletes an internal Ingress's regional frontend (its backends go with GC).
@@ -130,10 +147,15 @@ pub(crate) async fn cleanup_internal(
     };
     let namer = ctx.namer(&key);
     let _exclusive = ctx.gc_lock.write().await;
-    delete_internal_frontend(&ctx.compute, &region, &namer, changes)
-        .await
-        .map_err(|source| Error::Sync {
-            ingress: key_string(&key),
-            source,
-        })
+    Box::pin(delete_internal_frontend(
+        &ctx.compute,
+        &region,
+        &namer,
+        changes,
+    ))
+    .await
+    .map_err(|source| Error::Sync {
+        ingress: key_string(&key),
+        source,
+    })
 }

@@ -141,7 +141,13 @@ async fn apply(
     let namer = ctx.namer(&key);
     let mut changes = Changes::new();
     let synced = if desired.region.is_some() {
-        super::internal::sync_internal_lb(ctx, &ingress, &desired, &mut changes).await
+        Box::pin(super::internal::sync_internal_lb(
+            ctx,
+            &ingress,
+            &desired,
+            &mut changes,
+        ))
+        .await
     } else {
         sync_load_balancer(ctx, &key, &namer, &desired, &mut changes).await
     };
@@ -305,7 +311,12 @@ async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Error> {
         &ctx.config.translate,
     );
     if internal {
-        super::internal::cleanup_internal(ctx, ingress, &mut changes).await?;
+        Box::pin(super::internal::cleanup_internal(
+            ctx,
+            ingress,
+            &mut changes,
+        ))
+        .await?;
     } else {
         let _exclusive = ctx.gc_lock.write().await;
         delete_frontend(&ctx.compute, &namer, &mut changes)

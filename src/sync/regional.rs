@@ -58,6 +58,7 @@ pub async fn check_preconditions(
         &config.network,
         &range,
         &config.firewall_target_tags,
+        ports,
     ) {
         return Ok(None);
     }
@@ -81,7 +82,13 @@ pub async fn sync_internal(
     let results = join_all(desired.backends.values().map(|backend| {
         own_changes!(c, {
             let hc = own_changes!(h, {
-                region_health_checks::ensure(compute, region, &backend.health_check, &mut h).await
+                Box::pin(region_health_checks::ensure(
+                    compute,
+                    region,
+                    &backend.health_check,
+                    &mut h,
+                ))
+                .await
             });
             let negs = join_all(backend.negs.iter().map(|neg| {
                 own_changes!(n, {
@@ -93,8 +100,13 @@ pub async fn sync_internal(
             let (hc, negs) = futures::join!(hc, negs);
             merge(&mut c, std::iter::once(hc).chain(negs))?;
             let bs = own_changes!(b, {
-                region_backend_services::ensure(compute, region, &backend.backend_service, &mut b)
-                    .await
+                Box::pin(region_backend_services::ensure(
+                    compute,
+                    region,
+                    &backend.backend_service,
+                    &mut b,
+                ))
+                .await
             });
             let endpoints = join_all(backend.negs.iter().map(|neg| {
                 Box::pin(async move {
@@ -113,53 +125,88 @@ pub async fn sync_internal(
 
     let f = &desired.frontend;
     if let Some(um) = &f.url_map {
-        region_url_maps::ensure(compute, region, um, changes).await?;
+        Box::pin(region_url_maps::ensure(compute, region, um, changes)).await?;
     }
     for cert in &f.ssl_certificates {
-        region_ssl_certificates::ensure(compute, region, cert, changes).await?;
+        Box::pin(region_ssl_certificates::ensure(
+            compute, region, cert, changes,
+        ))
+        .await?;
     }
     if let Some(tp) = &f.target_http_proxy {
-        region_target_http_proxies::ensure(compute, region, tp, changes).await?;
+        Box::pin(region_target_http_proxies::ensure(
+            compute, region, tp, changes,
+        ))
+        .await?;
     }
     if let Some(ts) = &f.target_https_proxy {
-        region_target_https_proxies::ensure(compute, region, ts, changes).await?;
+        Box::pin(region_target_https_proxies::ensure(
+            compute, region, ts, changes,
+        ))
+        .await?;
     }
     let mut ip = None;
     if let Some(fr) = &f.http_forwarding_rule {
-        ip = region_forwarding_rules::ensure(compute, region, fr, changes).await?;
+        ip = Box::pin(region_forwarding_rules::ensure(
+            compute, region, fr, changes,
+        ))
+        .await?;
     }
     if let Some(fs) = &f.https_forwarding_rule {
         let mut fs = fs.clone();
         fs.ip_address.clone_from(&ip);
-        let https_ip = region_forwarding_rules::ensure(compute, region, &fs, changes).await?;
+        let https_ip = Box::pin(region_forwarding_rules::ensure(
+            compute, region, &fs, changes,
+        ))
+        .await?;
         ip = ip.or(https_ip);
     }
 
     // Parts no longer wanted, users first.
     if f.http_forwarding_rule.is_none() {
-        region_forwarding_rules::delete(compute, region, &namer.http_forwarding_rule(), changes)
-            .await?;
-        region_target_http_proxies::delete(compute, region, &namer.target_http_proxy(), changes)
-            .await?;
+        Box::pin(region_forwarding_rules::delete(
+            compute,
+            region,
+            &namer.http_forwarding_rule(),
+            changes,
+        ))
+        .await?;
+        Box::pin(region_target_http_proxies::delete(
+            compute,
+            region,
+            &namer.target_http_proxy(),
+            changes,
+        ))
+        .await?;
     }
     if f.https_forwarding_rule.is_none() {
-        region_forwarding_rules::delete(compute, region, &namer.https_forwarding_rule(), changes)
-            .await?;
-        region_target_https_proxies::delete(compute, region, &namer.target_https_proxy(), changes)
-            .await?;
+        Box::pin(region_forwarding_rules::delete(
+            compute,
+            region,
+            &namer.https_forwarding_rule(),
+            changes,
+        ))
+        .await?;
+        Box::pin(region_target_https_proxies::delete(
+            compute,
+            region,
+            &namer.target_https_proxy(),
+            changes,
+        ))
+        .await?;
     }
     let keep: Vec<&str> = f
         .ssl_certificates
         .iter()
         .filter_map(|c| c.name.as_deref())
         .collect();
-    region_ssl_certificates::delete_stale(
+    Box::pin(region_ssl_certificates::delete_stale(
         compute,
         region,
         &namer.ssl_certificate_prefix(),
         &keep,
         changes,
-    )
+    ))
     .await?;
     Ok(FrontendStatus {
         ip,
@@ -176,20 +223,39 @@ pub async fn delete_internal_frontend(
     changes: &mut Changes,
 ) -> Result<(), SyncError> {
     for name in [namer.http_forwarding_rule(), namer.https_forwarding_rule()] {
-        region_forwarding_rules::delete(compute, region, &name, changes).await?;
+        Box::pin(region_forwarding_rules::delete(
+            compute, region, &name, changes,
+        ))
+        .await?;
     }
-    region_target_http_proxies::delete(compute, region, &namer.target_http_proxy(), changes)
-        .await?;
-    region_target_https_proxies::delete(compute, region, &namer.target_https_proxy(), changes)
-        .await?;
-    region_url_maps::delete(compute, region, &namer.url_map(), changes).await?;
-    region_ssl_certificates::delete_stale(
+    Box::pin(region_target_http_proxies::delete(
+        compute,
+        region,
+        &namer.target_http_proxy(),
+        changes,
+    ))
+    .await?;
+    Box::pin(region_target_https_proxies::delete(
+        compute,
+        region,
+        &namer.target_https_proxy(),
+        changes,
+    ))
+    .await?;
+    Box::pin(region_url_maps::delete(
+        compute,
+        region,
+        &namer.url_map(),
+        changes,
+    ))
+    .await?;
+    Box::pin(region_ssl_certificates::delete_stale(
         compute,
         region,
         &namer.ssl_certificate_prefix(),
         &[],
         changes,
-    )
+    ))
     .await
 }
 
@@ -253,7 +319,12 @@ pub async fn collect_regional_garbage(
         .map_err(list_err(region_forwarding_rules::KIND))?;
     for name in names(rules, |r| r.name.as_ref()) {
         if live.stale_frontend("fr", &name) || live.stale_frontend("fs", &name) {
-            skip_in_use(region_forwarding_rules::delete(compute, region, &name, changes).await)?;
+            skip_in_use(
+                Box::pin(region_forwarding_rules::delete(
+                    compute, region, &name, changes,
+                ))
+                .await,
+            )?;
         }
     }
     let proxies = compute
@@ -262,7 +333,12 @@ pub async fn collect_regional_garbage(
         .map_err(list_err(region_target_http_proxies::KIND))?;
     for name in names(proxies, |p| p.name.as_ref()) {
         if live.stale_frontend("tp", &name) {
-            skip_in_use(region_target_http_proxies::delete(compute, region, &name, changes).await)?;
+            skip_in_use(
+                Box::pin(region_target_http_proxies::delete(
+                    compute, region, &name, changes,
+                ))
+                .await,
+            )?;
         }
     }
     let proxies = compute
@@ -272,7 +348,10 @@ pub async fn collect_regional_garbage(
     for name in names(proxies, |p| p.name.as_ref()) {
         if live.stale_frontend("ts", &name) {
             skip_in_use(
-                region_target_https_proxies::delete(compute, region, &name, changes).await,
+                Box::pin(region_target_https_proxies::delete(
+                    compute, region, &name, changes,
+                ))
+                .await,
             )?;
         }
     }
@@ -282,7 +361,7 @@ pub async fn collect_regional_garbage(
         .map_err(list_err(region_url_maps::KIND))?;
     for name in names(maps, |m: &model::UrlMap| m.name.as_ref()) {
         if live.stale_frontend("um", &name) {
-            skip_in_use(region_url_maps::delete(compute, region, &name, changes).await)?;
+            skip_in_use(Box::pin(region_url_maps::delete(compute, region, &name, changes)).await)?;
         }
     }
     let certs = compute
@@ -292,7 +371,14 @@ pub async fn collect_regional_garbage(
     for name in names(certs, |c| c.name.as_ref()) {
         if live.stale_certificate(&name) {
             skip_in_use(
-                region_ssl_certificates::delete_stale(compute, region, &name, &[], changes).await,
+                Box::pin(region_ssl_certificates::delete_stale(
+                    compute,
+                    region,
+                    &name,
+                    &[],
+                    changes,
+                ))
+                .await,
             )?;
         }
     }
@@ -302,7 +388,12 @@ pub async fn collect_regional_garbage(
         .map_err(list_err(region_backend_services::KIND))?;
     for name in names(services, |s| s.name.as_ref()) {
         if live.stale_backend(&name) {
-            skip_in_use(region_backend_services::delete(compute, region, &name, changes).await)?;
+            skip_in_use(
+                Box::pin(region_backend_services::delete(
+                    compute, region, &name, changes,
+                ))
+                .await,
+            )?;
         }
     }
     let checks = compute
@@ -311,7 +402,12 @@ pub async fn collect_regional_garbage(
         .map_err(list_err(region_health_checks::KIND))?;
     for name in names(checks, |c| c.name.as_ref()) {
         if live.stale_backend(&name) {
-            skip_in_use(region_health_checks::delete(compute, region, &name, changes).await)?;
+            skip_in_use(
+                Box::pin(region_health_checks::delete(
+                    compute, region, &name, changes,
+                ))
+                .await,
+            )?;
         }
     }
     Ok(())

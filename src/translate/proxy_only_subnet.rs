@@ -38,12 +38,41 @@ pub fn active_proxy_only<'a>(
     })
 }
 
-/// Whether an enabled INGRESS allow rule of `network` admits TCP from all of `range` to
-/// instances with `target_tags` (a rule without target tags applies to every instance).
-/// Ports are not compared: a rule that admits some TCP port of the range is taken as meant
-/// for it.
+/// Whether enabled INGRESS allow rules of `network` admit TCP from all of `range` on each of
+/// `ports` to instances with `target_tags` (a rule without target tags applies to every
+/// instance); each port may be admitted by a different rule.
 pub fn firewall_admits(
     firewalls: &[model::Firewall],
+    network: &str,
+    range: &str,
+    target_tags: &[String],
+    ports: &[u16],
+) -> bool {
+    let admitting: Vec<&model::Firewall> = firewalls
+        .iter()
+        .filter(|f| rule_admits_range(f, network, range, target_tags))
+        .collect();
+    let on = |f: &model::Firewall, port: u16| {
+        f.allowed.iter().any(|a| {
+            let tcp = a
+                .ip_protocol
+                .as_deref()
+                .is_some_and(|p| p == "tcp" || p == "all" || p == "6");
+            tcp && (a.ports.is_empty()
+                || a.ports.iter().any(|r| {
+                    let (lo, hi) = r.split_once('-').unwrap_or((r, r));
+                    match (lo.parse::<u16>(), hi.parse::<u16>()) {
+                        (Ok(lo), Ok(hi)) => (lo..=hi).contains(&port),
+                        _ => false,
+                    }
+                }))
+        })
+    };
+    !admitting.is_empty() && ports.iter().all(|p| admitting.iter().any(|f| on(f, *p)))
+}
+
+fn rule_admits_range(
+    f: &model::Firewall,
     network: &str,
     range: &str,
     target_tags: &[String],
@@ -51,7 +80,7 @@ pub fn firewall_admits(
     let Some(range) = parse_cidr(range) else {
         return false;
     };
-    firewalls.iter().any(|f| {
+    {
         let ingress = f
             .direction
             .as_ref()
@@ -74,7 +103,7 @@ pub fn firewall_admits(
                 .iter()
                 .filter_map(|r| parse_cidr(r))
                 .any(|outer| contains(outer, range))
-    })
+    }
 }
 
 /// The command that creates the missing proxy-only subnet.
@@ -179,13 +208,34 @@ mod tests {
     #[test]
     fn a_rule_must_cover_the_whole_range_for_the_nodes() {
         let tags = ["node".to_string()];
-        let admits = |r: model::Firewall| firewall_admits(&[r], "default", "10.2.0.0/23", &tags);
+        let admits =
+            |r: model::Firewall| firewall_admits(&[r], "default", "10.2.0.0/23", &tags, &[8080]);
         assert!(admits(rule("10.2.0.0/23", &["node"])));
         assert!(admits(rule("10.0.0.0/8", &[])));
         assert!(!admits(rule("10.2.0.0/24", &["node"])));
         assert!(!admits(rule("10.128.0.0/9", &["node"])));
         assert!(!admits(rule("10.2.0.0/23", &["other"])));
         assert!(!admits(rule("10.2.0.0/23", &["node"]).set_disabled(true)));
+        // A rule for other ports (default-allow-ssh: 0.0.0.0/0 on tcp:22) does not count.
+        let ssh = rule("0.0.0.0/0", &[]).set_allowed([model::firewall::Allowed::new()
+            .set_ip_protocol("tcp")
+            .set_ports(["22"])]);
+        assert!(!admits(ssh.clone()));
+        let both = [ssh, rule("10.0.0.0/8", &[])];
+        assert!(firewall_admits(
+            &both,
+            "default",
+            "10.2.0.0/23",
+            &tags,
+            &[8080]
+        ));
+        assert!(!firewall_admits(
+            &both,
+            "default",
+            "10.2.0.0/23",
+            &tags,
+            &[8080, 9090]
+        ));
     }
 
     #[test]
