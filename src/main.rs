@@ -72,6 +72,15 @@ struct RunArgs {
     /// network's subnetwork of each zone.
     #[arg(long)]
     subnetwork: Option<String>,
+    /// Region of the internal load balancers (class `gce-internal`; docs/
+    /// internal-load-balancers.md). Default: the region of the NEG zones (`--zone`, else the
+    /// Nodes' zones).
+    #[arg(long, env = "GCLB_REGION")]
+    region: Option<String>,
+    /// Class of the internal load balancers (annotation `kubernetes.io/ingress.class` or
+    /// IngressClass name). Default: `gce-internal` with --takeover, else `gclb-internal`.
+    #[arg(long, env = "GCLB_INTERNAL_INGRESS_CLASS")]
+    internal_ingress_class: Option<String>,
     /// Cluster name (informational).
     #[arg(long, env = "GCLB_CLUSTER_NAME")]
     cluster_name: String,
@@ -314,6 +323,10 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         translate.network_project = host.clone();
     }
     translate.subnetwork = args.subnetwork.clone();
+    translate.region = args.region.clone();
+    if let Some(class) = &args.internal_ingress_class {
+        translate.internal_class = class.clone();
+    }
     let default_backend = args
         .default_backend_service
         .clone()

@@ -18,6 +18,7 @@ pub mod error;
 pub mod metrics;
 pub mod pacing;
 pub mod reference;
+mod regional;
 mod resources;
 pub mod state;
 
@@ -109,6 +110,15 @@ struct Clients {
     global_addresses: gc::GlobalAddresses,
     global_operations: gc::GlobalOperations,
     zone_operations: gc::ZoneOperations,
+    region_url_maps: gc::RegionUrlMaps,
+    region_backend_services: gc::RegionBackendServices,
+    region_health_checks: gc::RegionHealthChecks,
+    region_target_http_proxies: gc::RegionTargetHttpProxies,
+    region_target_https_proxies: gc::RegionTargetHttpsProxies,
+    region_ssl_certificates: gc::RegionSslCertificates,
+    forwarding_rules: gc::ForwardingRules,
+    subnetworks: gc::Subnetworks,
+    region_operations: gc::RegionOperations,
 }
 
 /// Typed access to the Compute API for one project. Cheap to share behind an `Arc`.
@@ -175,6 +185,15 @@ impl Compute {
             global_addresses: build_client!(GlobalAddresses, config, creds),
             global_operations: build_client!(GlobalOperations, config, creds),
             zone_operations: build_client!(ZoneOperations, config, creds),
+            region_url_maps: build_client!(RegionUrlMaps, config, creds),
+            region_backend_services: build_client!(RegionBackendServices, config, creds),
+            region_health_checks: build_client!(RegionHealthChecks, config, creds),
+            region_target_http_proxies: build_client!(RegionTargetHttpProxies, config, creds),
+            region_target_https_proxies: build_client!(RegionTargetHttpsProxies, config, creds),
+            region_ssl_certificates: build_client!(RegionSslCertificates, config, creds),
+            forwarding_rules: build_client!(ForwardingRules, config, creds),
+            subnetworks: build_client!(Subnetworks, config, creds),
+            region_operations: build_client!(RegionOperations, config, creds),
         };
         Ok(Self {
             project: config.project,
@@ -341,6 +360,13 @@ impl Compute {
             .map(reference::last_segment)
             .map(str::to_string)
             .or_else(|| zone.map(str::to_string));
+        // Regional resources' Operations live in their region (`regionOperations`).
+        let op_region = op
+            .region
+            .as_deref()
+            .map(reference::last_segment)
+            .map(str::to_string)
+            .filter(|_| op_zone.is_none());
         let mut first = true;
         while op.status != Some(model::operation::Status::Done) {
             let Some(name) = op.name.clone() else {
@@ -363,8 +389,21 @@ impl Compute {
                 tokio::time::sleep(self.poll_interval).await;
             }
             first = false;
-            op = match &op_zone {
-                Some(z) => {
+            op = match (&op_zone, &op_region) {
+                (None, Some(r)) => {
+                    self.read("compute.regionOperations.wait", &name, || {
+                        self.clients
+                            .region_operations
+                            .wait()
+                            .set_project(&op_project)
+                            .set_region(r)
+                            .set_operation(&name)
+                            .with_user_agent(crate::USER_AGENT)
+                            .send()
+                    })
+                    .await?
+                }
+                (Some(z), _) => {
                     self.read("compute.zoneOperations.wait", &name, || {
                         self.clients
                             .zone_operations
@@ -377,7 +416,7 @@ impl Compute {
                     })
                     .await?
                 }
-                None => {
+                (None, None) => {
                     self.read("compute.globalOperations.wait", &name, || {
                         self.clients
                             .global_operations

@@ -18,6 +18,7 @@ use crate::sync::gc::{collect_garbage, LiveSet};
 use crate::sync::ingress::BackendLocks;
 use crate::sync::{Changes, SyncError};
 use crate::translate::namer::FrontendNamer;
+use crate::translate::regional::is_internal;
 use crate::translate::{owns_ingress, translate_ingress, ClusterSnapshot, ObjectKey};
 
 /// Everything a reconcile needs; shared by all workers.
@@ -50,6 +51,9 @@ pub struct Context {
     pub(crate) last_desired: last_desired::LastDesired,
     /// Ingress changes seen but not yet programmed: key -> (generation, first seen).
     pub(crate) pending: Mutex<HashMap<ObjectKey, (i64, Instant)>>,
+    /// An internal Ingress was seen by this process: GC lists the regional collections too
+    /// (see [`super::internal`]).
+    pub(crate) regional_seen: std::sync::atomic::AtomicBool,
 }
 
 impl Context {
@@ -80,6 +84,7 @@ impl Context {
             gc_scheduled: std::sync::atomic::AtomicBool::new(false),
             last_desired: last_desired::LastDesired::default(),
             pending: Mutex::new(HashMap::new()),
+            regional_seen: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -171,16 +176,23 @@ impl Context {
         };
         for ingress in self.live_ingresses(snapshot, exclude) {
             let namer = self.namer(&ObjectKey::of(ingress));
-            live.frontends.insert(namer.lb_name().to_string());
-            live.certificate_prefixes
-                .push(namer.ssl_certificate_prefix());
+            // An internal Ingress's frontend and backend services are regional (its live set
+            // is `regional_live_set`); its NEGs are zonal and shared, so they count here.
+            let internal = is_internal(snapshot, ingress, t);
+            if !internal {
+                live.frontends.insert(namer.lb_name().to_string());
+                live.certificate_prefixes
+                    .push(namer.ssl_certificate_prefix());
+            }
             if let Some(desired) = self
                 .last_desired
                 .last_or_resolve(&ObjectKey::of(ingress), || {
                     translate_ingress(snapshot, ingress, t)
                 })
             {
-                live.backends.extend(desired.backends.keys().cloned());
+                if desired.region.is_none() {
+                    live.backends.extend(desired.backends.keys().cloned());
+                }
                 live.security_policies.extend(
                     desired
                         .security_policy
@@ -268,8 +280,13 @@ impl Context {
             std::time::Duration::from_millis(50),
         )
         .await;
-        let live = self.live_set(&self.stores.snapshot(), exclude);
-        let result = collect_garbage(&self.compute, &live, changes).await;
+        let snapshot = self.stores.snapshot();
+        let live = self.live_set(&snapshot, exclude);
+        // Regional first: a regional backend service holds the NEGs the global run deletes.
+        let mut result = Box::pin(self.regional_gc(&snapshot, exclude, changes)).await;
+        if result.is_ok() {
+            result = collect_garbage(&self.compute, &live, changes).await;
+        }
         // Tests and operators wait for this line to know a run has looked at the project.
         info!(
             deleted = changes.len(),

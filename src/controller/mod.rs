@@ -29,6 +29,7 @@ pub mod coalesce;
 pub mod context;
 pub mod firewall;
 mod firewall_check;
+mod internal;
 pub mod last_desired;
 pub mod leader_election;
 pub mod mapping;

@@ -160,7 +160,17 @@ async fn apply(
 
     let namer = ctx.namer(&key);
     let mut changes = Changes::new();
-    let synced = sync_load_balancer(ctx, &key, &namer, &desired, &mut changes).await;
+    let synced = if desired.region.is_some() {
+        Box::pin(super::internal::sync_internal_lb(
+            ctx,
+            &ingress,
+            &desired,
+            &mut changes,
+        ))
+        .await
+    } else {
+        sync_load_balancer(ctx, &key, &namer, &desired, &mut changes).await
+    };
     for change in &changes {
         ctx.event(&ingress, false, "Sync", change.to_string()).await;
     }
@@ -222,13 +232,16 @@ async fn apply(
     }
     let mut health = BTreeMap::new();
     for name in desired.backends.keys() {
-        health.insert(
-            name.clone(),
-            backend_services::health(&ctx.compute, name).await,
-        );
+        let state = match &desired.region {
+            Some(region) => crate::sync::regional::health(&ctx.compute, region, name).await,
+            None => backend_services::health(&ctx.compute, name).await,
+        };
+        health.insert(name.clone(), state);
     }
-    ctx.warn_if_firewall_blocks(&ingress, &desired, &health)
-        .await;
+    if desired.region.is_none() {
+        ctx.warn_if_firewall_blocks(&ingress, &desired, &health)
+            .await;
+    }
     let static_ip = desired
         .frontend
         .static_ip_name
@@ -316,7 +329,19 @@ async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Error> {
     };
     let namer = ctx.namer(&key);
     let mut changes = Changes::new();
-    {
+    let internal = crate::translate::regional::is_internal(
+        &ctx.stores.snapshot(),
+        ingress,
+        &ctx.config.translate,
+    );
+    if internal {
+        Box::pin(super::internal::cleanup_internal(
+            ctx,
+            ingress,
+            &mut changes,
+        ))
+        .await?;
+    } else {
         let _exclusive = ctx.gc_lock.write().await;
         delete_frontend(&ctx.compute, &namer, &mut changes)
             .await

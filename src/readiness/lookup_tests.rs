@@ -172,6 +172,30 @@ fn ingress_class_objects_decide_ownership() {
     );
 }
 
+/// An internal Ingress (class `gce-internal`) gates its Pods on the same zonal NEGs: the regional
+/// backend service uses them as a global one would.
+#[test]
+fn internal_ingresses_gate_their_pods_on_the_shared_negs() {
+    let mut w = world();
+    let mut internal = ingress(
+        "shop",
+        "internal",
+        json!({"defaultBackend": {"service": {"name": "nginx-only", "port": {"number": 80}}}}),
+    );
+    internal.metadata.annotations = Some(
+        [(
+            "kubernetes.io/ingress.class".to_string(),
+            "gce-internal".to_string(),
+        )]
+        .into(),
+    );
+    w.ingresses.push(internal);
+    assert_eq!(
+        w.negs("shop", &[("app", "nginx-only")]),
+        expected("shop", "nginx-only", 80)
+    );
+}
+
 #[test]
 fn services_without_selector_or_missing_port_are_skipped() {
     let mut w = world();

@@ -14,7 +14,7 @@ use crate::compute::{Compute, ErrorKind};
 pub const KIND: &str = "ForwardingRule";
 
 /// `80` and `80-80` are the same port range.
-fn port_range(value: Option<&str>) -> String {
+pub(crate) fn port_range(value: Option<&str>) -> String {
     let v = value.unwrap_or_default();
     match v.split_once('-') {
         Some((a, b)) if a == b => a.to_string(),

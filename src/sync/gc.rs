@@ -45,7 +45,7 @@ pub struct LiveSet {
 impl LiveSet {
     /// Whether `name` is a frontend resource of `kind` (`um`, `fr`, ...) of this cluster whose
     /// Ingress is gone.
-    fn stale_frontend(&self, kind: &str, name: &str) -> bool {
+    pub(crate) fn stale_frontend(&self, kind: &str, name: &str) -> bool {
         let prefix = format!("{}-{kind}-", self.scheme.frontend());
         let ours = namer::frontend_prefix(self.scheme, kind, &self.cluster_uid);
         match name.strip_prefix(&prefix) {
@@ -54,7 +54,7 @@ impl LiveSet {
         }
     }
 
-    fn stale_certificate(&self, name: &str) -> bool {
+    pub(crate) fn stale_certificate(&self, name: &str) -> bool {
         name.starts_with(&namer::frontend_prefix(
             self.scheme,
             "cr",
@@ -65,7 +65,7 @@ impl LiveSet {
             .any(|p| name.starts_with(p))
     }
 
-    fn stale_backend(&self, name: &str) -> bool {
+    pub(crate) fn stale_backend(&self, name: &str) -> bool {
         name.starts_with(&namer::backend_prefix(self.scheme, &self.cluster_uid))
             && !self.backends.contains(name)
     }

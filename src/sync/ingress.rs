@@ -46,13 +46,13 @@ pub struct BackendLocks {
 }
 
 impl BackendLocks {
-    fn get(&self, key: String) -> Arc<tokio::sync::Mutex<()>> {
+    pub(crate) fn get(&self, key: String) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
         locks.entry(key).or_default().clone()
     }
 }
 
-fn neg_key(what: &str, neg: &DesiredNeg) -> String {
+pub(crate) fn neg_key(what: &str, neg: &DesiredNeg) -> String {
     let name = neg.neg.name.as_deref().unwrap_or_default();
     format!("{what}/{}/{name}", neg.zone)
 }

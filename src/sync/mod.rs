@@ -21,6 +21,14 @@ pub mod gc;
 pub mod health_checks;
 pub mod ingress;
 pub mod network_endpoint_groups;
+pub mod region_backend_services;
+pub mod region_forwarding_rules;
+pub mod region_health_checks;
+pub mod region_ssl_certificates;
+pub mod region_target_http_proxies;
+pub mod region_target_https_proxies;
+pub mod region_url_maps;
+pub mod regional;
 pub mod security_policies;
 pub mod ssl_certificates;
 pub mod target_http_proxies;
@@ -73,6 +81,17 @@ pub enum SyncError {
         /// The policy as referenced (`projects/p/global/sslPolicies/x` or a URL).
         policy: String,
     },
+    /// The region of an internal Ingress has no ACTIVE proxy-only subnet in the cluster's
+    /// network: nothing is created (`translate::proxy_only_subnet`).
+    #[error("no active proxy-only subnet (purpose REGIONAL_MANAGED_PROXY, role ACTIVE) in region {region} of network {network}: the internal load balancer's proxies need one, and nothing was created; create it: `{command}`")]
+    NoProxyOnlySubnet {
+        /// The region.
+        region: String,
+        /// The network name.
+        network: String,
+        /// The gcloud command that creates it.
+        command: String,
+    },
     /// A reserved address has no IP although its insert succeeded (a Compute bug; retried).
     #[error("Address {name:?} was reserved but has no IP address; retrying later")]
     NoAddress {
@@ -96,7 +115,7 @@ impl SyncError {
             Self::Compute { source, .. } => Some(source.kind()),
             Self::Conflict { .. } => Some(ErrorKind::ConditionNotMet),
             Self::SslPolicyNotFound { .. } => Some(ErrorKind::NotFound),
-            Self::NoAddress { .. } => None,
+            Self::NoAddress { .. } | Self::NoProxyOnlySubnet { .. } => None,
         }
     }
 }

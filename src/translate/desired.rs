@@ -128,6 +128,11 @@ pub struct DesiredIngress {
     pub security_policy: Option<model::SecurityPolicy>,
     /// Warnings that did not stop translation (path collisions, missing TLS Secret...).
     pub findings: Vec<Finding>,
+    /// `None`: the global external load balancer. `Some(region)`: the regional internal
+    /// Application Load Balancer in that region (`translate::regional`): health checks,
+    /// backend services, URL map, proxies and certificates are regional resources, forwarding
+    /// rules `INTERNAL_MANAGED`.
+    pub region: Option<String>,
 }
 
 /// Serialises a Compute model value (or `Option` of one; `None` gives `null`).
@@ -202,6 +207,9 @@ impl DesiredIngress {
         let mut out = json!({"backends": backends, "frontend": frontend, "findings": findings});
         if let Some(policy) = &self.security_policy {
             out["securityPolicy"] = to_json_value(policy);
+        }
+        if let Some(region) = &self.region {
+            out["region"] = json!(region);
         }
         out
     }

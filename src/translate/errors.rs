@@ -140,4 +140,24 @@ pub enum TranslateError {
         /// What is wrong, e.g. `has no key client_id`.
         reason: String,
     },
+    /// The Ingress asks for a feature the regional internal Application Load Balancer does not
+    /// have (docs/internal-load-balancers.md, "What works where").
+    #[error("Ingress {ingress}: {feature} is not supported by the internal Application Load Balancer (class {class}); {fix}")]
+    UnsupportedOnInternal {
+        /// The Ingress, `namespace/name`.
+        ingress: String,
+        /// The class asked for, e.g. `gce-internal`.
+        class: String,
+        /// The feature and where it was asked for, e.g. `Cloud CDN (BackendConfig
+        /// default/bc spec.cdn.enabled of Service default/web port 80)`.
+        feature: String,
+        /// What to do instead.
+        fix: String,
+    },
+    /// An internal Ingress whose region cannot be told: no `--region` and no Node with a zone.
+    #[error("Ingress {ingress}: the cluster's region is unknown (no Node has a topology.kubernetes.io/zone label and the operator runs without --region); start the operator with --region=REGION")]
+    UnknownRegion {
+        /// The Ingress, `namespace/name`.
+        ingress: String,
+    },
 }

@@ -21,6 +21,8 @@ pub mod namer;
 pub mod ncp;
 pub mod ownership;
 pub mod paths;
+pub mod proxy_only_subnet;
+pub mod regional;
 pub mod secret_refs;
 pub mod service_ports;
 pub mod snapshot;
@@ -82,6 +84,15 @@ impl Mode {
         }
     }
 
+    /// The internal load balancer's class served by default (`--internal-ingress-class`):
+    /// GKE's `gce-internal` in takeover mode, `gclb-internal` beside GKE's controller.
+    pub fn internal_class(self) -> &'static str {
+        match self {
+            Self::Coexist => regional::GCLB_INTERNAL_CLASS,
+            Self::Takeover => regional::GCE_INTERNAL_CLASS,
+        }
+    }
+
     /// The resource names used.
     pub fn scheme(self) -> namer::Scheme {
         match self {
@@ -130,6 +141,12 @@ pub struct TranslateConfig {
     /// Network tags of the cluster's nodes, the L7 firewall rule's `targetTags` (empty: the rule
     /// applies to every instance in the network).
     pub firewall_target_tags: Vec<String>,
+    /// Class of the internal load balancer ([`regional`]): [`Mode::internal_class`] unless
+    /// `--internal-ingress-class` says otherwise.
+    pub internal_class: String,
+    /// `--region`: the region of internal load balancers; `None`: the region of the NEG zones
+    /// ([`regional::cluster_region`]).
+    pub region: Option<String>,
 }
 
 impl TranslateConfig {
@@ -161,6 +178,8 @@ impl TranslateConfig {
                 "http".to_owned(),
             )),
             firewall_target_tags: Vec::new(),
+            internal_class: regional::GCE_INTERNAL_CLASS.to_owned(),
+            region: None,
         }
     }
 
@@ -168,16 +187,20 @@ impl TranslateConfig {
     pub fn with_mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
         self.ingress_class = mode.default_class().to_owned();
+        self.internal_class = mode.internal_class().to_owned();
         self
     }
 
     /// Whether `class` (an annotation value, or an `ingressClassName` without an IngressClass
-    /// object) is one of the comma-separated names of [`TranslateConfig::ingress_class`].
+    /// object) is one of the comma-separated names of [`TranslateConfig::ingress_class`], or
+    /// the internal class [`TranslateConfig::internal_class`].
     pub fn serves_class(&self, class: &str) -> bool {
-        self.ingress_class
-            .split(',')
-            .map(str::trim)
-            .any(|c| !c.is_empty() && c == class)
+        (!class.is_empty() && class == self.internal_class)
+            || self
+                .ingress_class
+                .split(',')
+                .map(str::trim)
+                .any(|c| !c.is_empty() && c == class)
     }
 
     /// Names of one Ingress's frontend resources.
@@ -305,12 +328,22 @@ pub fn translate_ingress(
         &mut backends,
         &mut findings,
     );
-    Ok(DesiredIngress {
+    let desired = DesiredIngress {
         backends,
         frontend,
         security_policy,
         findings,
-    })
+        region: None,
+    };
+    if !regional::is_internal(snapshot, ingress, config) {
+        return Ok(desired);
+    }
+    let region = regional::cluster_region(snapshot, config).ok_or_else(|| {
+        TranslateError::UnknownRegion {
+            ingress: key.to_string(),
+        }
+    })?;
+    regional::regionalize(desired, ingress, config, &region)
 }
 
 /// `spec.defaultBackend`, else the operator's system default backend.
@@ -360,6 +393,8 @@ mod fuzz_tests;
 mod golden_tests;
 #[cfg(test)]
 mod invariants_tests;
+#[cfg(test)]
+mod regional_tests;
 #[cfg(test)]
 pub(crate) mod test_support;
 #[cfg(test)]

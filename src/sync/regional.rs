@@ -1,0 +1,414 @@
+//! The regional internal Application Load Balancer of one Ingress (`translate::regional`), as
+//! a graph like [`super::ingress`]'s: per backend the regional health check beside its zonal
+//! NEGs (shared with external Ingresses of the same Service port), then the regional backend
+//! service beside the NEGs' endpoints; then the regional URL map and certificates, the regional
+//! target proxies, and the INTERNAL_MANAGED forwarding rules (HTTPS on the HTTP rule's IP).
+//!
+//! Before anything is created, [`check_preconditions`] looks for the region's proxy-only subnet
+//! and a firewall rule admitting its range (`translate::proxy_only_subnet`).
+//!
+//! Regional resources are read with `get` per sync (not through the global state cache): an
+//! internal Ingress has a handful of them. [`collect_regional_garbage`] lists each regional
+//! collection of the region once per run.
+
+use futures::future::join_all;
+use google_cloud_compute_v1::model;
+
+use super::gc::LiveSet;
+use super::ingress::{BackendLocks, FrontendStatus};
+use super::{
+    merge, network_endpoint_groups, own_changes, region_backend_services, region_forwarding_rules,
+    region_health_checks, region_ssl_certificates, region_target_http_proxies,
+    region_target_https_proxies, region_url_maps, Changes, SyncError,
+};
+use crate::compute::{Compute, ErrorKind};
+use crate::translate::namer::FrontendNamer;
+use crate::translate::proxy_only_subnet::{
+    active_proxy_only, firewall_admits, firewall_command, subnet_command,
+};
+use crate::translate::{DesiredIngress, TranslateConfig};
+
+/// Checks the region's proxy-only subnet (missing: [`SyncError::NoProxyOnlySubnet`], nothing
+/// may be created) and the firewall for its range (missing: `Ok(Some(warning))` naming the
+/// command; the load balancer is built anyway). `ports`: the Pods' target ports.
+pub async fn check_preconditions(
+    compute: &Compute,
+    config: &TranslateConfig,
+    region: &str,
+    ports: &[u16],
+) -> Result<Option<String>, SyncError> {
+    let subnets = compute
+        .list_subnetworks(&config.network_project, region)
+        .await
+        .map_err(|e| SyncError::compute("Subnetwork", "(list)", e))?;
+    let Some(proxy_only) = active_proxy_only(&subnets, &config.network) else {
+        return Err(SyncError::NoProxyOnlySubnet {
+            region: region.to_string(),
+            network: config.network.clone(),
+            command: subnet_command(config, region),
+        });
+    };
+    let range = proxy_only.ip_cidr_range.clone().unwrap_or_default();
+    let firewalls = compute
+        .list_firewalls(&config.network_project)
+        .await
+        .map_err(|e| SyncError::compute("Firewall", "(list)", e))?;
+    if firewall_admits(
+        &firewalls,
+        &config.network,
+        &range,
+        &config.firewall_target_tags,
+        ports,
+    ) {
+        return Ok(None);
+    }
+    let command = firewall_command(config, region, &range, ports);
+    Ok(Some(format!(
+        "No firewall rule admits the proxy-only subnet {} ({range}) of region {region} to the Pods; the internal load balancer's proxies connect from that range, so requests fail until one does. Firewall change required: `{command}`",
+        proxy_only.name.as_deref().unwrap_or_default()
+    )))
+}
+
+/// Syncs the whole internal load balancer of one Ingress in `desired.region` and removes the
+/// frontend parts it no longer wants.
+pub async fn sync_internal(
+    compute: &Compute,
+    locks: &BackendLocks,
+    namer: &FrontendNamer,
+    desired: &DesiredIngress,
+    changes: &mut Changes,
+) -> Result<FrontendStatus, SyncError> {
+    let region = desired.region.as_deref().unwrap_or_default();
+    let results = join_all(desired.backends.values().map(|backend| {
+        own_changes!(c, {
+            let hc = own_changes!(h, {
+                Box::pin(region_health_checks::ensure(
+                    compute,
+                    region,
+                    &backend.health_check,
+                    &mut h,
+                ))
+                .await
+            });
+            let negs = join_all(backend.negs.iter().map(|neg| {
+                own_changes!(n, {
+                    let lock = locks.get(super::ingress::neg_key("networkEndpointGroups", neg));
+                    let _one = lock.lock().await;
+                    network_endpoint_groups::ensure(compute, neg, &mut n).await
+                })
+            }));
+            let (hc, negs) = futures::join!(hc, negs);
+            merge(&mut c, std::iter::once(hc).chain(negs))?;
+            let bs = own_changes!(b, {
+                Box::pin(region_backend_services::ensure(
+                    compute,
+                    region,
+                    &backend.backend_service,
+                    &mut b,
+                ))
+                .await
+            });
+            let endpoints = join_all(backend.negs.iter().map(|neg| {
+                Box::pin(async move {
+                    let lock = locks.get(super::ingress::neg_key("networkEndpoints", neg));
+                    let _one = lock.lock().await;
+                    let result = network_endpoint_groups::sync_endpoints(compute, neg).await;
+                    (Changes::new(), result.map(drop))
+                })
+            }));
+            let (bs, endpoints) = futures::join!(bs, endpoints);
+            merge(&mut c, std::iter::once(bs).chain(endpoints)).map(drop)
+        })
+    }))
+    .await;
+    merge(changes, results)?;
+
+    let f = &desired.frontend;
+    if let Some(um) = &f.url_map {
+        Box::pin(region_url_maps::ensure(compute, region, um, changes)).await?;
+    }
+    for cert in &f.ssl_certificates {
+        Box::pin(region_ssl_certificates::ensure(
+            compute, region, cert, changes,
+        ))
+        .await?;
+    }
+    if let Some(tp) = &f.target_http_proxy {
+        Box::pin(region_target_http_proxies::ensure(
+            compute, region, tp, changes,
+        ))
+        .await?;
+    }
+    if let Some(ts) = &f.target_https_proxy {
+        Box::pin(region_target_https_proxies::ensure(
+            compute, region, ts, changes,
+        ))
+        .await?;
+    }
+    let mut ip = None;
+    if let Some(fr) = &f.http_forwarding_rule {
+        ip = Box::pin(region_forwarding_rules::ensure(
+            compute, region, fr, changes,
+        ))
+        .await?;
+    }
+    if let Some(fs) = &f.https_forwarding_rule {
+        let mut fs = fs.clone();
+        fs.ip_address.clone_from(&ip);
+        let https_ip = Box::pin(region_forwarding_rules::ensure(
+            compute, region, &fs, changes,
+        ))
+        .await?;
+        ip = ip.or(https_ip);
+    }
+
+    // Parts no longer wanted, users first.
+    if f.http_forwarding_rule.is_none() {
+        Box::pin(region_forwarding_rules::delete(
+            compute,
+            region,
+            &namer.http_forwarding_rule(),
+            changes,
+        ))
+        .await?;
+        Box::pin(region_target_http_proxies::delete(
+            compute,
+            region,
+            &namer.target_http_proxy(),
+            changes,
+        ))
+        .await?;
+    }
+    if f.https_forwarding_rule.is_none() {
+        Box::pin(region_forwarding_rules::delete(
+            compute,
+            region,
+            &namer.https_forwarding_rule(),
+            changes,
+        ))
+        .await?;
+        Box::pin(region_target_https_proxies::delete(
+            compute,
+            region,
+            &namer.target_https_proxy(),
+            changes,
+        ))
+        .await?;
+    }
+    let keep: Vec<&str> = f
+        .ssl_certificates
+        .iter()
+        .filter_map(|c| c.name.as_deref())
+        .collect();
+    Box::pin(region_ssl_certificates::delete_stale(
+        compute,
+        region,
+        &namer.ssl_certificate_prefix(),
+        &keep,
+        changes,
+    ))
+    .await?;
+    Ok(FrontendStatus {
+        ip,
+        managed_address: None,
+    })
+}
+
+/// Deletes the internal frontend of one Ingress from `region`, users first: forwarding rules,
+/// proxies, URL map, certificates. What is already gone counts as done.
+pub async fn delete_internal_frontend(
+    compute: &Compute,
+    region: &str,
+    namer: &FrontendNamer,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    for name in [namer.http_forwarding_rule(), namer.https_forwarding_rule()] {
+        Box::pin(region_forwarding_rules::delete(
+            compute, region, &name, changes,
+        ))
+        .await?;
+    }
+    Box::pin(region_target_http_proxies::delete(
+        compute,
+        region,
+        &namer.target_http_proxy(),
+        changes,
+    ))
+    .await?;
+    Box::pin(region_target_https_proxies::delete(
+        compute,
+        region,
+        &namer.target_https_proxy(),
+        changes,
+    ))
+    .await?;
+    Box::pin(region_url_maps::delete(
+        compute,
+        region,
+        &namer.url_map(),
+        changes,
+    ))
+    .await?;
+    Box::pin(region_ssl_certificates::delete_stale(
+        compute,
+        region,
+        &namer.ssl_certificate_prefix(),
+        &[],
+        changes,
+    ))
+    .await
+}
+
+/// Health of a regional backend service for the `ingress.kubernetes.io/backends` annotation
+/// (as [`super::backend_services::health`]).
+pub async fn health(compute: &Compute, region: &str, name: &str) -> String {
+    let Ok(Some(bs)) = compute.get_region_backend_service(region, name).await else {
+        return "Unknown".to_string();
+    };
+    let mut last = None;
+    for group in bs.backends.iter().filter_map(|b| b.group.as_deref()) {
+        let Ok(health) = compute
+            .get_region_backend_service_health(region, name, group)
+            .await
+        else {
+            return "Unknown".to_string();
+        };
+        for state in health
+            .health_status
+            .iter()
+            .filter_map(|s| s.health_state.as_ref())
+        {
+            let state = state.name().unwrap_or("UNKNOWN").to_string();
+            if state == "HEALTHY" {
+                return state;
+            }
+            last = Some(state);
+        }
+    }
+    last.unwrap_or_else(|| "Unknown".to_string())
+}
+
+/// Skips a delete refused because something still uses the resource (retried next run).
+fn skip_in_use(result: Result<(), SyncError>) -> Result<(), SyncError> {
+    match result {
+        Err(e) if e.compute_kind() == Some(ErrorKind::ResourceInUse) => {
+            tracing::info!(error = %e, "still in use; will retry at the next GC");
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+/// Deletes the regional resources of `region` that carry this cluster's names but no live
+/// internal Ingress wants (`live`: the internal Ingresses' frontends, certificate prefixes and
+/// backends), users first: forwarding rules, proxies, URL maps, certificates, backend services,
+/// health checks. The zonal NEGs are the global collection's ([`super::gc`]).
+pub async fn collect_regional_garbage(
+    compute: &Compute,
+    region: &str,
+    live: &LiveSet,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    let list_err = |kind| move |e| SyncError::compute(kind, "(list)", e);
+    fn names<T>(items: Vec<T>, name: impl Fn(&T) -> Option<&String>) -> Vec<String> {
+        items.iter().filter_map(|i| name(i).cloned()).collect()
+    }
+    let rules = compute
+        .list_region_forwarding_rules(region)
+        .await
+        .map_err(list_err(region_forwarding_rules::KIND))?;
+    for name in names(rules, |r| r.name.as_ref()) {
+        if live.stale_frontend("fr", &name) || live.stale_frontend("fs", &name) {
+            skip_in_use(
+                Box::pin(region_forwarding_rules::delete(
+                    compute, region, &name, changes,
+                ))
+                .await,
+            )?;
+        }
+    }
+    let proxies = compute
+        .list_region_target_http_proxies(region)
+        .await
+        .map_err(list_err(region_target_http_proxies::KIND))?;
+    for name in names(proxies, |p| p.name.as_ref()) {
+        if live.stale_frontend("tp", &name) {
+            skip_in_use(
+                Box::pin(region_target_http_proxies::delete(
+                    compute, region, &name, changes,
+                ))
+                .await,
+            )?;
+        }
+    }
+    let proxies = compute
+        .list_region_target_https_proxies(region)
+        .await
+        .map_err(list_err(region_target_https_proxies::KIND))?;
+    for name in names(proxies, |p| p.name.as_ref()) {
+        if live.stale_frontend("ts", &name) {
+            skip_in_use(
+                Box::pin(region_target_https_proxies::delete(
+                    compute, region, &name, changes,
+                ))
+                .await,
+            )?;
+        }
+    }
+    let maps = compute
+        .list_region_url_maps(region)
+        .await
+        .map_err(list_err(region_url_maps::KIND))?;
+    for name in names(maps, |m: &model::UrlMap| m.name.as_ref()) {
+        if live.stale_frontend("um", &name) {
+            skip_in_use(Box::pin(region_url_maps::delete(compute, region, &name, changes)).await)?;
+        }
+    }
+    let certs = compute
+        .list_region_ssl_certificates(region)
+        .await
+        .map_err(list_err(region_ssl_certificates::KIND))?;
+    for name in names(certs, |c| c.name.as_ref()) {
+        if live.stale_certificate(&name) {
+            skip_in_use(
+                Box::pin(region_ssl_certificates::delete_stale(
+                    compute,
+                    region,
+                    &name,
+                    &[],
+                    changes,
+                ))
+                .await,
+            )?;
+        }
+    }
+    let services = compute
+        .list_region_backend_services(region)
+        .await
+        .map_err(list_err(region_backend_services::KIND))?;
+    for name in names(services, |s| s.name.as_ref()) {
+        if live.stale_backend(&name) {
+            skip_in_use(
+                Box::pin(region_backend_services::delete(
+                    compute, region, &name, changes,
+                ))
+                .await,
+            )?;
+        }
+    }
+    let checks = compute
+        .list_region_health_checks(region)
+        .await
+        .map_err(list_err(region_health_checks::KIND))?;
+    for name in names(checks, |c| c.name.as_ref()) {
+        if live.stale_backend(&name) {
+            skip_in_use(
+                Box::pin(region_health_checks::delete(
+                    compute, region, &name, changes,
+                ))
+                .await,
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,175 @@
+//! Unit tests of the internal class (`regional`): which Ingresses are internal, the regional
+//! shape, NEGs shared with the external translation, and refused features.
+
+use super::regional::{is_internal, INTERNAL_MANAGED};
+use super::test_support::{config, snapshot_from_yaml};
+use super::*;
+
+const OBJECTS: &str = r#"
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  annotations:
+    cloud.google.com/backend-config: '{"default": "bc"}'
+spec:
+  type: ClusterIP
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: 8080}
+---
+apiVersion: cloud.google.com/v1
+kind: BackendConfig
+metadata: {name: bc}
+spec:
+  timeoutSec: 7
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: ing
+  annotations: {kubernetes.io/ingress.class: CLASS}
+spec:
+  defaultBackend: {service: {name: web, port: {number: 80}}}
+"#;
+
+fn translate_with(yaml: &str) -> (ClusterSnapshot, Result<DesiredIngress, TranslateError>) {
+    let snapshot = snapshot_from_yaml(yaml);
+    let ingress = snapshot.ingresses[&ObjectKey::new("default", "ing")].clone();
+    let result = translate_ingress(&snapshot, &ingress, &config());
+    (snapshot, result)
+}
+
+fn translate_class(class: &str) -> DesiredIngress {
+    translate_with(&OBJECTS.replace("CLASS", class)).1.unwrap()
+}
+
+#[test]
+fn the_internal_class_gives_regional_internal_managed_resources() {
+    let d = translate_class("gce-internal");
+    assert_eq!(d.region.as_deref(), Some("us-central1"));
+    let regional = "projects/my-project/regions/us-central1/";
+    let backend = d.backends.values().next().unwrap();
+    let bs = &backend.backend_service;
+    assert_eq!(
+        bs.load_balancing_scheme.as_ref().and_then(|s| s.name()),
+        Some(INTERNAL_MANAGED)
+    );
+    assert_eq!(bs.timeout_sec, Some(7), "BackendConfig features carry over");
+    assert!(bs.health_checks[0].starts_with(&format!("{regional}healthChecks/")));
+    let um = d.frontend.url_map.as_ref().unwrap();
+    assert!(um
+        .default_service
+        .as_deref()
+        .unwrap()
+        .starts_with(&format!("{regional}backendServices/")));
+    let tp = d.frontend.target_http_proxy.as_ref().unwrap();
+    assert!(tp
+        .url_map
+        .as_deref()
+        .unwrap()
+        .starts_with(&format!("{regional}urlMaps/")));
+    let fr = d.frontend.http_forwarding_rule.as_ref().unwrap();
+    assert_eq!(
+        fr.load_balancing_scheme.as_ref().and_then(|s| s.name()),
+        Some(INTERNAL_MANAGED)
+    );
+    assert!(fr
+        .target
+        .as_deref()
+        .unwrap()
+        .starts_with(&format!("{regional}targetHttpProxies/")));
+    assert_eq!(
+        fr.network.as_deref(),
+        Some("projects/my-project/global/networks/default")
+    );
+    assert!(!d.to_json().to_string().contains("/global/backendServices/"));
+
+    // The external class: global, and the very same NEGs (one per Service port and zone).
+    let e = translate_class("gce");
+    assert_eq!(e.region, None);
+    let negs = |d: &DesiredIngress| -> Vec<(String, Option<String>)> {
+        d.backends
+            .values()
+            .flat_map(|b| b.negs.iter().map(|n| (n.zone.clone(), n.neg.name.clone())))
+            .collect()
+    };
+    assert_eq!(negs(&d), negs(&e));
+    assert_eq!(
+        d.backends.keys().collect::<Vec<_>>(),
+        e.backends.keys().collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn an_ingress_class_named_for_the_internal_class_selects_it() {
+    let yaml = OBJECTS.replace(
+        "  annotations: {kubernetes.io/ingress.class: CLASS}\nspec:\n",
+        "spec:\n  ingressClassName: gce-internal\n",
+    ) + r#"
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: gce-internal}
+spec: {controller: k8s.io/ingress-gce}
+"#;
+    let (snapshot, d) = translate_with(&yaml);
+    let ingress = &snapshot.ingresses[&ObjectKey::new("default", "ing")];
+    assert!(owns_ingress(&snapshot, ingress, &config()));
+    assert!(is_internal(&snapshot, ingress, &config()));
+    assert_eq!(d.unwrap().region.as_deref(), Some("us-central1"));
+    // Beside GKE's controller the operator's internal class is `gclb-internal`; GKE keeps
+    // `gce-internal`.
+    let coexist = config().with_mode(Mode::Coexist);
+    let theirs = snapshot_from_yaml(&OBJECTS.replace("CLASS", "gce-internal"));
+    let ingress = &theirs.ingresses[&ObjectKey::new("default", "ing")];
+    assert!(!owns_ingress(&theirs, ingress, &coexist));
+    let ours = snapshot_from_yaml(&OBJECTS.replace("CLASS", "gclb-internal"));
+    let ingress = &ours.ingresses[&ObjectKey::new("default", "ing")];
+    assert!(owns_ingress(&ours, ingress, &coexist) && is_internal(&ours, ingress, &coexist));
+}
+
+#[test]
+fn features_the_internal_load_balancer_lacks_are_refused_by_name() {
+    let cases = [
+        ("timeoutSec: 7", "timeoutSec: 7\n  cdn: {enabled: true}", "Cloud CDN"),
+        (
+            "timeoutSec: 7",
+            "timeoutSec: 7\n  securityPolicy: {name: armor}",
+            "Cloud Armor security policy",
+        ),
+        (
+            "annotations: {kubernetes.io/ingress.class: CLASS}",
+            "annotations: {kubernetes.io/ingress.class: CLASS, kubernetes.io/ingress.global-static-ip-name: ip}",
+            "a global static IP",
+        ),
+    ];
+    for (from, to, feature) in cases {
+        let yaml = OBJECTS.replace(from, to);
+        let err = translate_with(&yaml.replace("CLASS", "gce-internal"))
+            .1
+            .unwrap_err();
+        assert!(
+            matches!(&err, TranslateError::UnsupportedOnInternal { feature: f, .. } if f.contains(feature)),
+            "{feature}: {err}"
+        );
+        // The external class builds the same objects.
+        assert!(
+            translate_with(&yaml.replace("CLASS", "gce")).1.is_ok(),
+            "{feature}"
+        );
+    }
+}
+
+#[test]
+fn without_a_region_the_internal_class_says_how_to_give_one() {
+    let snapshot = snapshot_from_yaml(&OBJECTS.replace("CLASS", "gce-internal"));
+    let ingress = &snapshot.ingresses[&ObjectKey::new("default", "ing")];
+    let mut c = config();
+    c.zones.clear();
+    let err = translate_ingress(&snapshot, ingress, &c).unwrap_err();
+    assert!(err.to_string().contains("--region"), "{err}");
+    c.region = Some("europe-west1".into());
+    let d = translate_ingress(&snapshot, ingress, &c).unwrap();
+    assert_eq!(d.region.as_deref(), Some("europe-west1"));
+}

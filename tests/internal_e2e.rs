@@ -1,0 +1,284 @@
+//! End to end: internal Ingresses (class `gce-internal`, issue 21). kubectl applies the GKE
+//! documentation's my-ingress fanout (external) and an internal Ingress over the same two
+//! Services; the operator builds the regional internal Application Load Balancer in the
+//! emulator beside the global one, on the same NEGs:
+//! - without a proxy-only subnet nothing regional is created and the Ingress gets a Warning with
+//!   the gcloud command; run with gcloud against the emulator, the next sync succeeds;
+//! - without a firewall rule admitting the proxy-only range (the default network's
+//!   `default-allow-internal` is deleted first) a Warning carries the firewall command, and
+//!   requests fail until it is run;
+//! - real HTTP reaches both Services through the internal address's loopback mapping;
+//! - gcloud lists and describes the regional resources;
+//! - deleting either Ingress leaves the other serving; with both gone no regional resource (in
+//!   any regional collection) and no NEG remains.
+
+mod support;
+
+use std::process::Command;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::Value;
+use support::*;
+
+const REGION: &str = "us-central1";
+const HOST: &str = "your-store.example";
+/// Every regional collection an internal load balancer uses.
+const REGIONAL: &[&str] = &[
+    "forwardingRules",
+    "targetHttpProxies",
+    "targetHttpsProxies",
+    "urlMaps",
+    "sslCertificates",
+    "backendServices",
+    "healthChecks",
+];
+
+const INTERNAL: &str = r#"
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: internal
+  annotations:
+    kubernetes.io/ingress.class: gce-internal
+spec:
+  defaultBackend:
+    service: {name: my-discounted-products, port: {number: 80}}
+  rules:
+  - host: your-store.example
+    http:
+      paths:
+      - path: /products
+        pathType: ImplementationSpecific
+        backend: {service: {name: my-products, port: {number: 60000}}}
+"#;
+
+/// Runs `shell_command` (a gcloud command line) with gcloud aimed at the emulator.
+fn gcloud(sys: &System, shell_command: &str) -> Result<String> {
+    let cfg = sys.dir.path().join("gcloud");
+    std::fs::create_dir_all(&cfg)?;
+    let token_file = cfg.join("token.txt");
+    std::fs::write(&token_file, "internal-e2e-token")?;
+    let out = Command::new("bash")
+        .args(["-c", shell_command])
+        .env("CLOUDSDK_CONFIG", &cfg)
+        .env("CLOUDSDK_CORE_PROJECT", PROJECT)
+        .env("CLOUDSDK_CORE_DISABLE_PROMPTS", "1")
+        .env("CLOUDSDK_CORE_DISABLE_USAGE_REPORTING", "true")
+        .env("CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK", "true")
+        .env("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", &token_file)
+        .env(
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
+            format!("{}compute/v1/", sys.compute_url),
+        )
+        .output()
+        .context("running gcloud (installed by make deps)")?;
+    if !out.status.success() {
+        bail!("{shell_command}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Names in one regional collection of the test project.
+fn regional_names(sys: &System, collection: &str) -> Result<Vec<String>> {
+    let list = sys.compute_get(&format!(
+        "compute/v1/projects/{PROJECT}/regions/{REGION}/{collection}"
+    ))?;
+    Ok(item_names(&list))
+}
+
+fn all_regional(sys: &System) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for c in REGIONAL {
+        out.extend(
+            regional_names(sys, c)?
+                .into_iter()
+                .map(|n| format!("{c}/{n}")),
+        );
+    }
+    Ok(out)
+}
+
+/// The command between backticks of the first Warning on `internal` containing `needle`.
+fn warned_command(sys: &System, needle: &str) -> Result<String> {
+    wait_for(&format!("a Warning with {needle:?}"), DEADLINE, || {
+        let events = sys.events_for("default", "Ingress", "internal")?;
+        Ok(events
+            .iter()
+            .filter(|e| e.starts_with("Warning") && e.contains(needle))
+            .find_map(|e| e.split('`').nth(1).map(str::to_string)))
+    })
+    .with_context(|| sys.logs())
+}
+
+#[test]
+fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> {
+    let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
+    // The cluster's subnet (the internal address comes from it); no proxy-only subnet yet, and
+    // no `default-allow-internal`, so nothing admits a proxy-only range.
+    sys.compute_post(
+        &format!("compute/v1/projects/{PROJECT}/regions/{REGION}/subnetworks"),
+        &serde_json::json!({"name": "nodes", "network": "global/networks/default",
+            "ipCidrRange": "10.1.2.0/24"}),
+    )?;
+    sys.compute_delete(&format!(
+        "compute/v1/projects/{PROJECT}/global/firewalls/default-allow-internal"
+    ))?;
+    sys.apply_path(&repo_root().join("docs/examples"))?;
+    sys.apply(INTERNAL)?;
+    sys.start_operator(&[])?;
+
+    // 1. No proxy-only subnet: a Warning with the command, and nothing regional was created.
+    let external = sys.wait_for_ingress_socket("default", "my-ingress")?;
+    let fix = warned_command(&sys, "proxy-only subnet")?;
+    assert!(
+        fix.starts_with("gcloud compute networks subnets create ")
+            && fix.contains("--purpose=REGIONAL_MANAGED_PROXY --role=ACTIVE --region=us-central1 --network=default"),
+        "{fix}"
+    );
+    assert_eq!(all_regional(&sys)?, Vec::<String>::new());
+    gcloud(&sys, &fix)?;
+
+    // 2. The next sync builds it; the firewall does not admit the proxies yet.
+    let ip = sys.wait_for_ingress_ip("default", "internal")?;
+    assert!(ip.starts_with("10.1.2."), "internal IP {ip}");
+    let internal = sys.wait_for_listener(&ip, 80)?;
+    assert!(
+        internal.starts_with("127.65.2."),
+        "loopback of {ip}: {internal}"
+    );
+    let firewall = warned_command(&sys, "proxy-only subnet proxy-only-us-central1")?;
+    assert!(
+        firewall.starts_with("gcloud compute firewall-rules create ")
+            && firewall.contains("--source-ranges=10.129.0.0/23"),
+        "{firewall}"
+    );
+    // Healthy (Google's probe ranges are admitted by the operator's L7 rule), yet refused.
+    wait_for("both regional backends HEALTHY", DEADLINE, || {
+        let ing = sys.get_json(&["ingress", "internal"])?;
+        let backends: Value = serde_json::from_str(
+            ing["metadata"]["annotations"]["ingress.kubernetes.io/backends"]
+                .as_str()
+                .unwrap_or("{}"),
+        )?;
+        let states: Vec<&Value> = backends
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(_, v)| v)
+            .collect();
+        if states.len() == 2 && states.iter().all(|s| *s == "HEALTHY") {
+            Ok(Some(()))
+        } else {
+            Err(anyhow!("backends annotation: {backends}"))
+        }
+    })
+    .with_context(|| sys.logs())?;
+    let (status, _) = sys.http_get(&internal, HOST, "/products")?;
+    assert_eq!(status, 502, "the firewall does not admit the proxies yet");
+    gcloud(&sys, &firewall)?;
+
+    // 3. Both Services through the internal address; the external one still serves.
+    let products = sys.wait_for_response(&internal, HOST, "/products", 200, "\"pod\"")?;
+    assert!(
+        products.contains("products-") && !products.contains("discounted-"),
+        "{products}"
+    );
+    let other = sys.wait_for_response(&internal, HOST, "/other", 200, "\"pod\"")?;
+    assert!(other.contains("discounted-products-"), "{other}");
+    sys.wait_for_response(&external, HOST, "/products", 200, "products-")?;
+
+    // 4. gcloud lists and describes what the operator made; NEGs are shared.
+    let ing = sys.get_json(&["ingress", "internal"])?;
+    let um = ing["metadata"]["annotations"]["ingress.kubernetes.io/url-map"]
+        .as_str()
+        .ok_or_else(|| anyhow!("no url-map annotation: {ing}"))?
+        .to_string();
+    let listed: Value = serde_json::from_str(&gcloud(
+        &sys,
+        &format!("gcloud compute url-maps list --regions={REGION} --format=json"),
+    )?)?;
+    assert!(listed.to_string().contains(&um), "{listed}");
+    let rule_name = um.replacen("-um-", "-fr-", 1);
+    let rule: Value = serde_json::from_str(&gcloud(
+        &sys,
+        &format!(
+            "gcloud compute forwarding-rules describe {rule_name} --region={REGION} --format=json"
+        ),
+    )?)?;
+    assert_eq!(rule["loadBalancingScheme"], "INTERNAL_MANAGED", "{rule}");
+    assert_eq!(rule["IPAddress"], ip.as_str());
+    let backends = regional_names(&sys, "backendServices")?;
+    assert_eq!(backends.len(), 2, "{backends:?}");
+    let bs: Value = serde_json::from_str(&gcloud(
+        &sys,
+        &format!(
+            "gcloud compute backend-services describe {} --region={REGION} --format=json",
+            backends[0]
+        ),
+    )?)?;
+    assert_eq!(bs["loadBalancingScheme"], "INTERNAL_MANAGED", "{bs}");
+    let negs = sys.neg_names()?;
+    for b in &backends {
+        assert!(
+            negs.contains(b),
+            "regional backend {b} on the shared NEG: {negs:?}"
+        );
+    }
+
+    // 5. Deleting the internal Ingress leaves the external one serving and nothing regional.
+    sys.kubectl_ok(&["delete", "ingress", "internal", "--wait=true"])?;
+    wait_for("no regional resource", DEADLINE, || {
+        let left = all_regional(&sys)?;
+        if left.is_empty() {
+            Ok(Some(()))
+        } else {
+            Err(anyhow!("left: {left:?}"))
+        }
+    })
+    .with_context(|| sys.logs())?;
+    sys.wait_for_response(&external, HOST, "/products", 200, "products-")?;
+    for b in &backends {
+        assert!(
+            sys.neg_names()?.contains(b),
+            "NEG {b} still used by my-ingress"
+        );
+    }
+
+    // 6. Built again, then deleting the external Ingress leaves the internal one serving.
+    sys.apply(INTERNAL)?;
+    let ip = sys.wait_for_ingress_ip("default", "internal")?;
+    let internal = sys.wait_for_listener(&ip, 80)?;
+    sys.wait_for_response(&internal, HOST, "/products", 200, "products-")?;
+    sys.kubectl_ok(&["delete", "ingress", "my-ingress", "--wait=true"])?;
+    wait_for("the global load balancer gone", DEADLINE, || {
+        let left = [
+            sys.compute_names("urlMaps")?,
+            sys.compute_names("backendServices")?,
+        ]
+        .concat();
+        if left.is_empty() {
+            Ok(Some(()))
+        } else {
+            Err(anyhow!("left: {left:?}"))
+        }
+    })
+    .with_context(|| sys.logs())?;
+    sys.wait_for_response(&internal, HOST, "/products", 200, "products-")?;
+    sys.wait_for_response(&internal, HOST, "/other", 200, "discounted-products-")?;
+    assert_eq!(regional_names(&sys, "backendServices")?, backends);
+
+    // 7. With both gone nothing regional and no NEG is left.
+    sys.kubectl_ok(&["delete", "ingress", "internal", "--wait=true"])?;
+    wait_for("no regional resource and no NEG", DEADLINE, || {
+        let left = all_regional(&sys)?;
+        let negs = sys.neg_names()?;
+        if left.is_empty() && negs.is_empty() {
+            Ok(Some(()))
+        } else {
+            Err(anyhow!("left: {left:?}, NEGs {negs:?}"))
+        }
+    })
+    .with_context(|| sys.logs())?;
+    sys.stop_operator();
+    Ok(())
+}
