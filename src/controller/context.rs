@@ -135,10 +135,8 @@ impl Context {
         self.metrics.queue_depth.set(pending.len() as i64);
     }
 
-    pub(crate) fn namer(&self, key: &ObjectKey) -> FrontendNamer {
-        self.config
-            .translate
-            .frontend_namer(&key.namespace, &key.name)
+    pub(crate) fn namer(&self, ingress: &Ingress) -> FrontendNamer {
+        self.config.translate.ingress_namer(ingress)
     }
 
     /// Owned Ingresses that are not being deleted, except `exclude`.
@@ -166,12 +164,16 @@ impl Context {
         let mut live = LiveSet {
             scheme: t.mode.scheme(),
             cluster_uid: t.cluster_uid.clone(),
+            gke_uid: t.gke_uid.clone(),
             security_policy_prefix: crate::translate::ncp::security_policy_prefix(t),
             ..LiveSet::default()
         };
         for ingress in self.live_ingresses(snapshot, exclude) {
-            let namer = self.namer(&ObjectKey::of(ingress));
+            let namer = self.namer(ingress);
             live.frontends.insert(namer.lb_name().to_string());
+            if namer.version() == crate::translate::namer::FrontendVersion::V1 {
+                live.v1_names.extend(namer.resource_names());
+            }
             live.certificate_prefixes
                 .push(namer.ssl_certificate_prefix());
             if let Some(desired) = self

@@ -11,7 +11,9 @@ use kube::{Api, ResourceExt};
 use tracing::{info, instrument, warn};
 
 use super::context::key_string;
-use super::{finalizer_for, problems, status, Context, Error, ERROR_REQUEUE, HEALTH_REFRESH};
+use super::{
+    finalizer_for_ingress, problems, status, Context, Error, ERROR_REQUEUE, HEALTH_REFRESH,
+};
 use crate::sync::ingress::{delete_frontend, sync_backends, sync_frontend, FrontendStatus};
 use crate::sync::{backend_services, security_policies};
 use crate::sync::{Changes, SyncError};
@@ -35,7 +37,7 @@ async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Ac
     let key = ObjectKey::of(&*ingress);
     let snapshot = ctx.stores.snapshot();
     let owned = owns_ingress(&snapshot, &ingress, &ctx.config.translate);
-    let own_finalizer = finalizer_for(ctx.config.translate.mode);
+    let own_finalizer = finalizer_for_ingress(ctx.config.translate.mode, &ingress);
     let has_finalizer = ingress.finalizers().iter().any(|f| f == own_finalizer);
     let api: Api<Ingress> = Api::namespaced(ctx.client.clone(), &key.namespace);
     if !owned {
@@ -138,7 +140,7 @@ async fn apply(
         .await;
     }
 
-    let namer = ctx.namer(&key);
+    let namer = ctx.namer(&ingress);
     let mut changes = Changes::new();
     let synced = sync_load_balancer(ctx, &key, &namer, &desired, &mut changes).await;
     for change in &changes {
@@ -290,7 +292,7 @@ async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Error> {
         ingress: key_string(&key),
         source,
     };
-    let namer = ctx.namer(&key);
+    let namer = ctx.namer(ingress);
     let mut changes = Changes::new();
     {
         let _exclusive = ctx.gc_lock.write().await;

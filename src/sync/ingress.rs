@@ -35,7 +35,7 @@ use super::{
 };
 use crate::compute::reference::normalize;
 use crate::compute::Compute;
-use crate::translate::namer::FrontendNamer;
+use crate::translate::namer::{FrontendNamer, Scheme};
 use crate::translate::{DesiredBackend, DesiredFrontend, DesiredNeg};
 
 /// Per-object async locks, keyed by collection and name (no global lock: different objects
@@ -210,6 +210,12 @@ pub async fn sync_frontend(
     let managed = namer.http_forwarding_rule();
     let wants_rule =
         frontend.http_forwarding_rule.is_some() || frontend.https_forwarding_rule.is_some();
+    // GKE's controller reserves an Ingress's IP only while it has both rules (ingress-gce
+    // `pkg/loadbalancers/addresses.go` checkStaticIP); in GKE's scheme an Ingress with one rule
+    // keeps the rule's ephemeral IP, so what GKE built is adopted without a new address (one
+    // that exists already is still used).
+    let reserve = namer.scheme() == Scheme::Own
+        || (frontend.http_forwarding_rule.is_some() && frontend.https_forwarding_rule.is_some());
 
     // 1. What references no other frontend part.
     let um = own_changes!(c, {
@@ -231,9 +237,10 @@ pub async fn sync_frontend(
     let ip = own_changes!(c, {
         match static_ip {
             Some(ip) => Ok(Some(ip.to_string())),
-            None if wants_rule => ensure_managed_ip(compute, namer, &managed, &mut c)
+            None if wants_rule && reserve => ensure_managed_ip(compute, namer, &managed, &mut c)
                 .await
                 .map(Some),
+            None if wants_rule => addresses::get_ip(compute, &managed).await,
             None => Ok(None),
         }
     });

@@ -10,7 +10,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 
 use super::annotations;
 use super::namer::{self, FrontendNamer};
-use super::url_map::ingress_description;
+use super::url_map::owned_description;
 use super::{ClusterSnapshot, Finding, ObjectKey, TranslateConfig, TranslateError};
 
 /// Most certificates one target HTTPS proxy accepts.
@@ -101,7 +101,7 @@ pub fn certificates(
                 }
                 let mut cert = model::SslCertificate::default();
                 cert.name = Some(name);
-                cert.description = Some(ingress_description(&key));
+                cert.description = owned_description(config.mode.scheme(), &key);
                 cert.r#type = Some("SELF_MANAGED".into());
                 cert.certificate = Some(crt);
                 cert.private_key = Some(private_key);
