@@ -36,6 +36,11 @@ pub fn translate_firewall(
     let mut allowed = Allowed::default();
     allowed.ip_protocol = Some("tcp".to_owned());
     allowed.ports = ports.iter().map(u16::to_string).collect();
+    if config.mode.scheme() == super::namer::Scheme::Gke {
+        // GKE's controller sorts the ports as strings (ingress-gce `pkg/firewalls`
+        // buildExpectedFW, `sets.String.List()`): the same order leaves its rule unchanged.
+        allowed.ports.sort();
+    }
     let mut firewall = model::Firewall::default();
     firewall.name = Some(config.l7_firewall_name());
     firewall.description = Some(L7_FIREWALL_DESCRIPTION.to_owned());
