@@ -90,6 +90,13 @@ struct RunArgs {
     /// and `gclb-` names (docs/install.md).
     #[arg(long, env = "GCLB_TAKEOVER", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     takeover: bool,
+    /// With --takeover: name backends, v1 frontends and the L7 firewall rule after GKE's
+    /// cluster UID, read once at start from ConfigMap `kube-system/ingress-uid` (else from an
+    /// Ingress's `ingress.kubernetes.io/forwarding-rule` annotation), as GKE's controller named
+    /// them. Needs `get` on that ConfigMap (deploy/components/takeover grants it and sets this).
+    /// Off: the operator's own 8-character cluster UID.
+    #[arg(long, env = "GCLB_GKE_UID_FROM_CONFIGMAP", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    gke_uid_from_configmap: bool,
     /// IngressClass name / `kubernetes.io/ingress.class` value this operator owns (default:
     /// `gclb`, or `gce` with --takeover); a comma-separated list serves each class in it
     /// (Contour's `--ingress-class-name`).
@@ -362,7 +369,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         Mode::Coexist
     };
     translate = translate.with_mode(mode);
-    if mode == Mode::Takeover {
+    if mode == Mode::Takeover && args.gke_uid_from_configmap {
         let (uid, provider_uid) = gke_cluster_uid(&client, &translate.cluster_uid).await?;
         translate = translate.with_gke_uid(&uid, provider_uid.as_deref());
     }

@@ -305,7 +305,9 @@ fn adopts(v1: bool) -> Result<()> {
     let writes_before = sys.mutating_calls()?;
     let resources_before = sys.compute_get("_emulator/state")?["resources"].clone();
 
-    sys.start_operator(&[])?;
+    // The takeover install's grant to read the ConfigMap (deploy/components/takeover).
+    sys.apply_path(&repo_root().join("deploy/components/takeover/ingress-uid-role.yaml"))?;
+    sys.start_operator(&["--gke-uid-from-configmap"])?;
     let operator = sys.operator.as_ref().unwrap();
     wait_for("the Ingress reconciled and a GC run", DEADLINE, || {
         Ok((operator.ok_syncs()? >= 1 && gc_runs(operator)? > 0).then_some(()))
