@@ -88,10 +88,6 @@ pub fn url_map<'a>(
     let key = ObjectKey::of(ingress);
     // host -> GCE pattern -> claims
     let mut hosts: BTreeMap<String, BTreeMap<String, Vec<Claim>>> = BTreeMap::new();
-    // Where each host and each (host, pattern) was last seen in the Ingress: the order GKE's
-    // controller writes them in (see [`gke_order`]).
-    let mut last_seen: BTreeMap<(String, String), usize> = BTreeMap::new();
-    let mut tick = 0_usize;
     let mut backends: Vec<ResolvedBackend<'a>> = Vec::new();
     let mut findings = Vec::new();
     let rules = ingress
@@ -113,8 +109,6 @@ pub fn url_map<'a>(
         let Some(http) = rule.http.as_ref() else {
             continue;
         };
-        tick += 1;
-        last_seen.insert((host.clone(), String::new()), tick);
         for (j, path) in http.paths.iter().enumerate() {
             let field = format!("spec.rules[{i}].http.paths[{j}]");
             let path_type = Some(path.path_type.as_str()).filter(|t| !t.is_empty());
@@ -153,8 +147,6 @@ pub fn url_map<'a>(
             }
             let patterns = hosts.entry(host.clone()).or_default();
             for p in gce {
-                tick += 1;
-                last_seen.insert((host.clone(), p.clone()), tick);
                 patterns.entry(p).or_default().push(Claim {
                     rank: rank(path_type.unwrap_or("ImplementationSpecific")),
                     backend: bs_name.clone(),
@@ -200,9 +192,6 @@ pub fn url_map<'a>(
                 .collect();
         }
         um.path_matchers.push(pm);
-    }
-    if config.mode.scheme() == namer::Scheme::Gke {
-        gke_order(&mut um, &last_seen);
     }
     Ok(UrlMapPlan {
         url_map: um,
@@ -359,38 +348,6 @@ fn route_rules(
             }
         })
         .collect()
-}
-
-/// Puts host rules, path matchers and path rules in the order GKE's controller writes them:
-/// hosts in the order of the Ingress's rules and paths in the order of a rule's paths, each
-/// where it was last seen (a later duplicate wins; ingress-gce `GCEURLMap.PutPathRulesForHost`,
-/// `Translator.ToCompositeURLMap`). Compute does not care about the order (the longest path
-/// wins), but an adopted URL map then compares equal and is not updated. `last_seen` maps
-/// `(host, "")` and `(host, pattern)` to their last position.
-fn gke_order(um: &mut model::UrlMap, last_seen: &BTreeMap<(String, String), usize>) {
-    let position = |host: &str, pattern: &str| {
-        last_seen
-            .get(&(host.to_owned(), pattern.to_owned()))
-            .copied()
-            .unwrap_or(usize::MAX)
-    };
-    let host_of = |matcher: &str| {
-        um.host_rules
-            .iter()
-            .find(|r| r.path_matcher.as_deref() == Some(matcher))
-            .and_then(|r| r.hosts.first().cloned())
-            .unwrap_or_default()
-    };
-    let mut matchers = std::mem::take(&mut um.path_matchers);
-    for pm in &mut matchers {
-        let host = host_of(pm.name.as_deref().unwrap_or_default());
-        pm.path_rules
-            .sort_by_key(|r| position(&host, r.paths.first().map_or("", String::as_str)));
-    }
-    matchers.sort_by_key(|pm| position(&host_of(pm.name.as_deref().unwrap_or_default()), ""));
-    um.path_matchers = matchers;
-    um.host_rules
-        .sort_by_key(|r| position(r.hosts.first().map_or("", String::as_str), ""));
 }
 
 /// `{"kubernetes.io/ingress-name":"ns/name"}`, the description of per-Ingress resources.
