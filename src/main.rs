@@ -99,6 +99,13 @@ struct RunArgs {
     /// and `gclb-` names (docs/install.md).
     #[arg(long, env = "GCLB_TAKEOVER", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     takeover: bool,
+    /// With --takeover: name backends, v1 frontends and the L7 firewall rule after GKE's
+    /// cluster UID, read once at start from ConfigMap `kube-system/ingress-uid` (else from an
+    /// Ingress's `ingress.kubernetes.io/forwarding-rule` annotation), as GKE's controller named
+    /// them. Needs `get` on that ConfigMap (deploy/components/takeover grants it and sets this).
+    /// Off: the operator's own 8-character cluster UID.
+    #[arg(long, env = "GCLB_GKE_UID_FROM_CONFIGMAP", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    gke_uid_from_configmap: bool,
     /// IngressClass name / `kubernetes.io/ingress.class` value this operator owns (default:
     /// `gclb`, or `gce` with --takeover); a comma-separated list serves each class in it
     /// (Contour's `--ingress-class-name`).
@@ -290,6 +297,62 @@ fn default_backend_service(mode: Mode) -> String {
     }
 }
 
+/// GKE's cluster UIDs in takeover mode, as GKE's controller finds them (ingress-gce
+/// `cmd/glbc/app/namer.go` `getClusterUID`, `getFirewallName`): the `uid` and `provider-uid` of
+/// ConfigMap `kube-system/ingress-uid`; without the ConfigMap, the UID at the end of the
+/// `ingress.kubernetes.io/forwarding-rule` annotation of an Ingress that has an IP (a v1
+/// name); else `fallback` (the operator's own 8-character cluster UID). GKE's controller would
+/// generate a random UID and store it in the ConfigMap; the operator writes no ConfigMap and
+/// logs the UID it uses (docs/install.md says how to store it).
+async fn gke_cluster_uid(
+    client: &Client,
+    fallback: &str,
+) -> anyhow::Result<(String, Option<String>)> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::api::networking::v1::Ingress;
+    let configmap = Api::<ConfigMap>::namespaced(client.clone(), "kube-system")
+        .get_opt("ingress-uid")
+        .await
+        .context("reading ConfigMap kube-system/ingress-uid (GKE's cluster UID)")?;
+    let data = configmap.and_then(|c| c.data).unwrap_or_default();
+    if let Some(uid) = data.get("uid") {
+        tracing::info!(uid, "cluster UID from ConfigMap kube-system/ingress-uid");
+        return Ok((uid.clone(), data.get("provider-uid").cloned()));
+    }
+    let ingresses = Api::<Ingress>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .context("listing Ingresses (GKE's cluster UID from a forwarding-rule annotation)")?;
+    let from_rule = ingresses
+        .items
+        .iter()
+        .filter(|i| {
+            i.status
+                .as_ref()
+                .and_then(|s| s.load_balancer.as_ref())
+                .is_some_and(|lb| !lb.ingress.as_deref().unwrap_or_default().is_empty())
+        })
+        .filter_map(|i| {
+            i.metadata
+                .annotations
+                .as_ref()?
+                .get("ingress.kubernetes.io/forwarding-rule")
+        })
+        .find_map(|name| name.rsplit_once("--").map(|(_, uid)| uid.to_owned()));
+    if let Some(uid) = from_rule {
+        tracing::info!(
+            uid,
+            "cluster UID from an Ingress's forwarding-rule annotation"
+        );
+        return Ok((uid, None));
+    }
+    tracing::info!(
+        uid = fallback,
+        "no ConfigMap kube-system/ingress-uid: GKE's names use the operator's cluster UID"
+    );
+    Ok((fallback.to_owned(), None))
+}
+
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let client = kube_client(args.kubeconfig.as_ref()).await?;
     let kube_system = Api::<Namespace>::all(client.clone())
@@ -315,6 +378,10 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         Mode::Coexist
     };
     translate = translate.with_mode(mode);
+    if mode == Mode::Takeover && args.gke_uid_from_configmap {
+        let (uid, provider_uid) = gke_cluster_uid(&client, &translate.cluster_uid).await?;
+        translate = translate.with_gke_uid(&uid, provider_uid.as_deref());
+    }
     if let Some(class) = &args.ingress_class {
         translate.ingress_class = class.clone();
     }
@@ -348,6 +415,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         project = %args.project,
         network = %translate.network_ref(),
         cluster_uid = %translate.cluster_uid,
+        gke_uid = %translate.gke_uid,
         firewall = %translate.l7_firewall_name(),
         "starting"
     );

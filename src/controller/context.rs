@@ -140,10 +140,8 @@ impl Context {
         self.metrics.queue_depth.set(pending.len() as i64);
     }
 
-    pub(crate) fn namer(&self, key: &ObjectKey) -> FrontendNamer {
-        self.config
-            .translate
-            .frontend_namer(&key.namespace, &key.name)
+    pub(crate) fn namer(&self, ingress: &Ingress) -> FrontendNamer {
+        self.config.translate.ingress_namer(ingress)
     }
 
     /// Owned Ingresses that are not being deleted, except `exclude`.
@@ -171,16 +169,20 @@ impl Context {
         let mut live = LiveSet {
             scheme: t.mode.scheme(),
             cluster_uid: t.cluster_uid.clone(),
+            gke_uid: t.gke_uid.clone(),
             security_policy_prefix: crate::translate::ncp::security_policy_prefix(t),
             ..LiveSet::default()
         };
         for ingress in self.live_ingresses(snapshot, exclude) {
-            let namer = self.namer(&ObjectKey::of(ingress));
+            let namer = self.namer(ingress);
             // An internal Ingress's frontend and backend services are regional (its live set
             // is `regional_live_set`); its NEGs are zonal and shared, so they count here.
             let internal = is_internal(snapshot, ingress, t);
             if !internal {
                 live.frontends.insert(namer.lb_name().to_string());
+                if namer.version() == crate::translate::namer::FrontendVersion::V1 {
+                    live.v1_names.extend(namer.resource_names());
+                }
                 live.certificate_prefixes
                     .push(namer.ssl_certificate_prefix());
             }

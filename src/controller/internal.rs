@@ -39,6 +39,7 @@ impl Context {
         let mut live = LiveSet {
             scheme: t.mode.scheme(),
             cluster_uid: t.cluster_uid.clone(),
+            gke_uid: t.gke_uid.clone(),
             ..LiveSet::default()
         };
         for ingress in self.live_ingresses(snapshot, exclude) {
@@ -46,7 +47,7 @@ impl Context {
                 continue;
             }
             let key = ObjectKey::of(ingress);
-            let namer = self.namer(&key);
+            let namer = self.namer(ingress);
             live.frontends.insert(namer.lb_name().to_string());
             live.certificate_prefixes
                 .push(namer.ssl_certificate_prefix());
@@ -121,7 +122,7 @@ pub(crate) async fn sync_internal_lb(
     if let Some(note) = firewall {
         ctx.event(ingress, true, "Sync", note).await;
     }
-    let namer = ctx.namer(&key);
+    let namer = ctx.namer(ingress);
     let _shared = ctx.gc_lock.read().await;
     Box::pin(sync_internal(
         &ctx.compute,
@@ -145,7 +146,7 @@ pub(crate) async fn cleanup_internal(
     let Some(region) = ctx.internal_region(&ctx.stores.snapshot()) else {
         return Ok(());
     };
-    let namer = ctx.namer(&key);
+    let namer = ctx.namer(ingress);
     let _exclusive = ctx.gc_lock.write().await;
     Box::pin(delete_internal_frontend(
         &ctx.compute,

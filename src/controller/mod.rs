@@ -70,7 +70,7 @@ pub use stores::Stores;
 
 /// The finalizer GKE's controller uses for v2-named load balancers (inventory §4); this
 /// operator's in takeover mode, so an Ingress GKE's controller finalized is recognised.
-pub const GKE_FINALIZER: &str = "networking.gke.io/ingress-finalizer-V2";
+pub const GKE_FINALIZER: &str = crate::translate::namer::GKE_FINALIZER_V2;
 /// This operator's finalizer beside GKE's controller: never one GKE's controller removes.
 pub const OWN_FINALIZER: &str = "gclb-operator.dev/ingress-finalizer";
 
@@ -79,6 +79,27 @@ pub fn finalizer_for(mode: Mode) -> &'static str {
     match mode {
         Mode::Coexist => OWN_FINALIZER,
         Mode::Takeover => GKE_FINALIZER,
+    }
+}
+
+/// The finalizer the operator keeps on `ingress` in `mode`: in takeover mode GKE's v1
+/// finalizer on an Ingress that carries only that one (its resources keep GKE's v1 names, and
+/// GKE's controller would find them again by it), else [`finalizer_for`].
+pub fn finalizer_for_ingress(
+    mode: Mode,
+    ingress: &k8s_openapi::api::networking::v1::Ingress,
+) -> &'static str {
+    match mode {
+        Mode::Coexist => OWN_FINALIZER,
+        Mode::Takeover => crate::translate::namer::FrontendVersion::of_finalizers(
+            ingress
+                .metadata
+                .finalizers
+                .iter()
+                .flatten()
+                .map(String::as_str),
+        )
+        .finalizer(),
     }
 }
 /// Ingress annotation that suppresses the `XPN` firewall Event (inventory §1).

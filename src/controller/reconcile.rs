@@ -11,7 +11,9 @@ use kube::{Api, ResourceExt};
 use tracing::{info, instrument, warn};
 
 use super::context::key_string;
-use super::{finalizer_for, problems, status, Context, Error, ERROR_REQUEUE, HEALTH_REFRESH};
+use super::{
+    finalizer_for_ingress, problems, status, Context, Error, ERROR_REQUEUE, HEALTH_REFRESH,
+};
 use crate::sync::ingress::{delete_frontend, sync_backends, sync_frontend, FrontendStatus};
 use crate::sync::{backend_services, security_policies};
 use crate::sync::{Changes, SyncError};
@@ -37,7 +39,7 @@ async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Ac
         .stores
         .snapshot_for(&translation_namespaces(&ingress, &ctx.config.translate));
     let owned = owns_ingress(&snapshot, &ingress, &ctx.config.translate);
-    let own_finalizer = finalizer_for(ctx.config.translate.mode);
+    let own_finalizer = finalizer_for_ingress(ctx.config.translate.mode, &ingress);
     let has_finalizer = ingress.finalizers().iter().any(|f| f == own_finalizer);
     let api: Api<Ingress> = Api::namespaced(ctx.client.clone(), &key.namespace);
     if !owned {
@@ -158,7 +160,7 @@ async fn apply(
         .await;
     }
 
-    let namer = ctx.namer(&key);
+    let namer = ctx.namer(&ingress);
     let mut changes = Changes::new();
     let synced = if desired.region.is_some() {
         Box::pin(super::internal::sync_internal_lb(
@@ -327,7 +329,7 @@ async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Error> {
         ingress: key_string(&key),
         source,
     };
-    let namer = ctx.namer(&key);
+    let namer = ctx.namer(ingress);
     let mut changes = Changes::new();
     let internal = crate::translate::regional::is_internal(
         &ctx.stores.snapshot(),

@@ -435,7 +435,7 @@ pub fn url_map(
     let mut path_matchers = Vec::new();
     for (host, routes) in hosts {
         let host = if host.is_empty() { "*" } else { host.as_str() };
-        let pm_name = namer::path_matcher(host);
+        let pm_name = namer::path_matcher(namer::Scheme::Own, host);
         let mut entries: Vec<(Precedence, Value)> = Vec::new();
         for hr in routes {
             for (ri, rule) in hr.route.spec.rules.iter().flatten().enumerate() {

@@ -27,6 +27,12 @@ pub struct LiveSet {
     pub scheme: namer::Scheme,
     /// 8-char cluster UID.
     pub cluster_uid: String,
+    /// GKE's v1 cluster UID (`TranslateConfig::gke_uid`): backends are named after it, and in
+    /// GKE's scheme v1 frontend names end with it.
+    pub gke_uid: String,
+    /// Resource names ([`namer::FrontendNamer::resource_names`]) of every live Ingress with
+    /// GKE's v1 names (takeover mode).
+    pub v1_names: BTreeSet<String>,
     /// `lb` names (FrontendNamer::lb_name) of every live Ingress we own, translated or not.
     pub frontends: BTreeSet<String>,
     /// Certificate prefixes (FrontendNamer::ssl_certificate_prefix) of those Ingresses.
@@ -50,28 +56,34 @@ impl LiveSet {
         let ours = namer::frontend_prefix(self.scheme, kind, &self.cluster_uid);
         match name.strip_prefix(&prefix) {
             Some(lb) if name.starts_with(&ours) => !self.frontends.contains(lb),
-            _ => false,
+            _ => self.stale_v1(kind, name) && !self.v1_names.contains(name),
         }
     }
 
+    /// A v1 name of this cluster (GKE's scheme only: the operator's own never has v1 names).
+    fn stale_v1(&self, kind: &str, name: &str) -> bool {
+        self.scheme == namer::Scheme::Gke && namer::is_v1_frontend(kind, name, &self.gke_uid)
+    }
+
     pub(crate) fn stale_certificate(&self, name: &str) -> bool {
-        name.starts_with(&namer::frontend_prefix(
+        (name.starts_with(&namer::frontend_prefix(
             self.scheme,
             "cr",
             &self.cluster_uid,
-        )) && !self
-            .certificate_prefixes
-            .iter()
-            .any(|p| name.starts_with(p))
+        )) || self.stale_v1("cr", name))
+            && !self
+                .certificate_prefixes
+                .iter()
+                .any(|p| name.starts_with(p))
     }
 
     pub(crate) fn stale_backend(&self, name: &str) -> bool {
-        name.starts_with(&namer::backend_prefix(self.scheme, &self.cluster_uid))
+        name.starts_with(&namer::backend_prefix(self.scheme, &self.gke_uid))
             && !self.backends.contains(name)
     }
 
     fn stale_neg(&self, zone: &str, name: &str) -> bool {
-        name.starts_with(&namer::backend_prefix(self.scheme, &self.cluster_uid))
+        name.starts_with(&namer::backend_prefix(self.scheme, &self.gke_uid))
             && !self.negs.contains(&(zone.to_owned(), name.to_owned()))
     }
 }
@@ -285,6 +297,7 @@ mod tests {
         let mut live = LiveSet {
             scheme: namer::Scheme::Gke,
             cluster_uid: "abcd1234".into(),
+            gke_uid: "abcd1234".into(),
             ..LiveSet::default()
         };
         live.frontends
@@ -308,6 +321,7 @@ mod tests {
         let own = LiveSet {
             scheme: namer::Scheme::Own,
             cluster_uid: "abcd1234".into(),
+            gke_uid: "abcd1234".into(),
             ..LiveSet::default()
         };
         assert!(own.stale_frontend("um", "gclb-um-abcd1234-default-old-x1y2z3w4"));
@@ -328,12 +342,46 @@ mod tests {
         assert!(!gke.stale_certificate("gclb-cr-abcd1234-0123456789abcdef-0123456789abcdef"));
     }
 
+    /// In GKE's scheme the backends carry GKE's v1 cluster UID (the `ingress-uid` ConfigMap),
+    /// not the v2 one; v1 frontends of this cluster are stale unless a live v1 Ingress has
+    /// them, v1 names of another cluster never are.
+    #[test]
+    fn gke_scheme_recognises_v1_names_and_the_configmap_uid() {
+        let uid = "adfa97d7ec938d15";
+        let mut live = LiveSet {
+            scheme: namer::Scheme::Gke,
+            cluster_uid: "b9cddxmo".into(),
+            gke_uid: uid.into(),
+            ..LiveSet::default()
+        };
+        let kept = namer::FrontendNamer::v1(uid, "default", "web");
+        live.v1_names.extend(kept.resource_names());
+        let gone = namer::FrontendNamer::v1(uid, "default", "old");
+        let other = namer::FrontendNamer::v1("0123456789abcdef", "default", "old");
+        assert!(!live.stale_frontend("um", &kept.url_map()));
+        assert!(live.stale_frontend("um", &gone.url_map()));
+        assert!(live.stale_frontend("fr", &gone.http_forwarding_rule()));
+        assert!(live.stale_frontend("ts", &gone.target_https_proxy()));
+        assert!(!live.stale_frontend("um", &other.url_map()));
+        assert!(live.stale_certificate(&gone.ssl_certificate(b"pem")));
+        assert!(!live.stale_certificate(&other.ssl_certificate(b"pem")));
+        assert!(live.stale_backend("k8s1-adfa97d7-default-old-80-00000000"));
+        assert!(!live.stale_backend("k8s1-b9cddxmo-default-old-80-00000000"));
+        // The operator's own scheme never has v1 names.
+        let own = LiveSet {
+            scheme: namer::Scheme::Own,
+            ..live
+        };
+        assert!(!own.stale_frontend("um", &gone.url_map()));
+    }
+
     /// A backend that is still wanted loses the NEG of a zone it no longer has.
     #[test]
     fn negs_are_stale_per_zone() {
         let mut live = LiveSet {
             scheme: namer::Scheme::Gke,
             cluster_uid: "abcd1234".into(),
+            gke_uid: "abcd1234".into(),
             ..LiveSet::default()
         };
         let name = "k8s1-abcd1234-default-web-80-00000000";

@@ -35,7 +35,7 @@ use super::{
 };
 use crate::compute::reference::normalize;
 use crate::compute::Compute;
-use crate::translate::namer::FrontendNamer;
+use crate::translate::namer::{FrontendNamer, Scheme};
 use crate::translate::{DesiredBackend, DesiredFrontend, DesiredNeg};
 
 /// Per-object async locks, keyed by collection and name (no global lock: different objects
@@ -210,6 +210,12 @@ pub async fn sync_frontend(
     let managed = namer.http_forwarding_rule();
     let wants_rule =
         frontend.http_forwarding_rule.is_some() || frontend.https_forwarding_rule.is_some();
+    // GKE's controller reserves an Ingress's IP only while it has both rules (ingress-gce
+    // `pkg/loadbalancers/addresses.go` checkStaticIP): in GKE's scheme the ephemeral IP of an
+    // existing one-rule Ingress is not promoted, so what GKE built is adopted without a new
+    // address. A new Ingress still gets its reserved address from the start.
+    let promote = namer.scheme() == Scheme::Own
+        || (frontend.http_forwarding_rule.is_some() && frontend.https_forwarding_rule.is_some());
 
     // 1. What references no other frontend part.
     let um = own_changes!(c, {
@@ -231,9 +237,9 @@ pub async fn sync_frontend(
     let ip = own_changes!(c, {
         match static_ip {
             Some(ip) => Ok(Some(ip.to_string())),
-            None if wants_rule => ensure_managed_ip(compute, namer, &managed, &mut c)
-                .await
-                .map(Some),
+            None if wants_rule => {
+                ensure_managed_ip(compute, namer, &managed, promote, &mut c).await
+            }
             None => Ok(None),
         }
     });
@@ -373,15 +379,18 @@ async fn delete_proxies_and_address(
 }
 
 /// The managed address's IP; when it does not exist yet, it is reserved with the IP a rule of
-/// the Ingress has now (HTTP first), so an existing Ingress keeps its IP.
+/// the Ingress has now (HTTP first), so an existing Ingress keeps its IP, or, when `promote` is
+/// false and a rule has an IP, none (the rules keep their ephemeral IP); a fresh address when
+/// no rule has an IP.
 async fn ensure_managed_ip(
     compute: &Compute,
     namer: &FrontendNamer,
     managed: &str,
+    promote: bool,
     changes: &mut Changes,
-) -> Result<String, SyncError> {
+) -> Result<Option<String>, SyncError> {
     if let Some(ip) = addresses::get_ip(compute, managed).await? {
-        return Ok(ip);
+        return Ok(Some(ip));
     }
     let mut current = None;
     for name in [namer.http_forwarding_rule(), namer.https_forwarding_rule()] {
@@ -396,7 +405,12 @@ async fn ensure_managed_ip(
             break;
         }
     }
-    addresses::ensure_managed(compute, managed, current.as_deref(), changes).await
+    if current.is_some() && !promote {
+        return Ok(None);
+    }
+    addresses::ensure_managed(compute, managed, current.as_deref(), changes)
+        .await
+        .map(Some)
 }
 
 /// Deletes every frontend resource of one Ingress, users before what they use, the managed

@@ -12,7 +12,9 @@ use google_cloud_compute_v1::model::{self, backend, backend_service};
 
 use super::annotations;
 use super::endpoints::{neg_zones, service_endpoints};
+use super::gke_fields as gke;
 use super::health_check::{self, HealthCheckInputs};
+use super::namer::Scheme;
 use super::service_ports::ResolvedBackend;
 use super::{
     ClusterSnapshot, DesiredBackend, DesiredNeg, Finding, ObjectKey, TranslateConfig,
@@ -52,7 +54,8 @@ pub fn desired_backend(
     };
 
     let probe = health_check::probe_settings(snapshot, resolved.service, resolved.port, protocol);
-    let hc = health_check::health_check(&HealthCheckInputs {
+    let from_probe = probe.is_some();
+    let mut hc = health_check::health_check(&HealthCheckInputs {
         name: &name,
         protocol,
         probe,
@@ -64,6 +67,10 @@ pub fn desired_backend(
             .as_ref()
             .is_some_and(|(ns, svc, _)| *ns == key.namespace && *svc == key.service),
     });
+
+    if config.mode.scheme() == Scheme::Gke {
+        hc.description = Some(gke::health_check_description(from_probe).to_owned());
+    }
 
     let endpoints = service_endpoints(snapshot, config, &service_key, resolved.port);
     let zones = neg_zones(snapshot, config, endpoints.by_zone.keys());
@@ -114,6 +121,22 @@ pub fn desired_backend(
         .to_string(),
     );
     bs.protocol = Some(backend_service::Protocol::from(protocol.as_str()));
+    if config.mode.scheme() == Scheme::Gke {
+        let security_policy = bc_spec.is_some_and(|b| b.security_policy.is_some());
+        bs.description = Some(gke::backend_service_description(
+            resolved,
+            protocol,
+            security_policy,
+        ));
+        let node_port = resolved.port.node_port.unwrap_or(0);
+        bs.port_name = Some(format!("port{node_port}"));
+        // Deprecated in Compute, but GKE's controller sets it: without it the adopted backend
+        // service would differ.
+        #[allow(deprecated)]
+        {
+            bs.port = (node_port > 0).then_some(node_port);
+        }
+    }
     bs.load_balancing_scheme = Some(backend_service::LoadBalancingScheme::from("EXTERNAL"));
     bs.health_checks = vec![config.global_ref("healthChecks", &name)];
     bs.backends = backends;
@@ -220,15 +243,16 @@ fn neg(
     neg.name = Some(name.to_owned());
     neg.network_endpoint_type = Some("GCE_VM_IP_PORT".into());
     neg.network = Some(config.network_ref());
-    neg.description = Some(
-        serde_json::json!({
+    neg.description = Some(match config.mode.scheme() {
+        Scheme::Gke => gke::neg_description(&config.kube_system_uid, namespace, service, port),
+        Scheme::Own => serde_json::json!({
             "cluster-uid": config.cluster_uid,
             "namespace": namespace,
             "service-name": service,
             "port": port.to_string(),
         })
         .to_string(),
-    );
+    });
     neg
 }
 

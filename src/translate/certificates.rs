@@ -11,7 +11,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use super::annotations;
 use super::namer::{self, FrontendNamer};
 use super::secret_refs::tls_secrets;
-use super::url_map::ingress_description;
+use super::url_map::owned_description;
 use super::{ClusterSnapshot, Finding, ObjectKey, TranslateConfig, TranslateError};
 
 /// Event reason of a `spec.tls` Secret of another namespace that no TLSCertificateDelegation
@@ -114,7 +114,7 @@ pub fn certificates(
                 }
                 let mut cert = model::SslCertificate::default();
                 cert.name = Some(name);
-                cert.description = Some(ingress_description(&key));
+                cert.description = owned_description(config.mode.scheme(), &key);
                 cert.r#type = Some("SELF_MANAGED".into());
                 cert.certificate = Some(crt);
                 cert.private_key = Some(private_key);

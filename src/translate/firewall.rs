@@ -54,6 +54,11 @@ pub fn l7_firewall(
     let mut allowed = Allowed::default();
     allowed.ip_protocol = Some("tcp".to_owned());
     allowed.ports = ports.iter().map(u16::to_string).collect();
+    if config.mode.scheme() == super::namer::Scheme::Gke {
+        // GKE's controller sorts the ports as strings (ingress-gce `pkg/firewalls`
+        // buildExpectedFW, `sets.String.List()`): the same order leaves its rule unchanged.
+        allowed.ports.sort();
+    }
     let mut firewall = model::Firewall::default();
     firewall.name = Some(name);
     firewall.description = Some(description.to_owned());

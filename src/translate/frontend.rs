@@ -20,7 +20,7 @@ use super::annotations;
 use super::certificates::{certificates, MAX_CERTIFICATES};
 use super::namer::{self, FrontendNamer};
 use super::ncp::{self, NcpOptions};
-use super::url_map::ingress_description;
+use super::url_map::{frontend_description, owned_description};
 use super::{
     ClusterSnapshot, DesiredFrontend, Finding, ObjectKey, TranslateConfig, TranslateError,
 };
@@ -40,7 +40,7 @@ pub fn frontend(
     findings: &mut Vec<Finding>,
 ) -> Result<DesiredFrontend, TranslateError> {
     let key = ObjectKey::of(ingress);
-    let description = ingress_description(&key);
+    let description = frontend_description(config.mode.scheme(), &key);
     let ncp_redirect = ncp_options.http_redirect;
     let allow_http = annotations::allow_http(ingress) || ncp_redirect;
     let certs = certificates(snapshot, config, ingress, namer)?;
@@ -101,7 +101,7 @@ pub fn frontend(
             ));
             let mut um = model::UrlMap::default();
             um.name = Some(namer.redirect_url_map());
-            um.description = Some(description.clone());
+            um.description = owned_description(config.mode.scheme(), &key);
             um.default_url_redirect = Some(action);
             um
         });

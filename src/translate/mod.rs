@@ -15,6 +15,7 @@ pub mod endpoints;
 pub mod errors;
 pub mod firewall;
 pub mod frontend;
+pub mod gke_fields;
 pub mod health_check;
 pub mod hosts;
 pub mod namer;
@@ -126,6 +127,14 @@ pub struct TranslateConfig {
     pub cluster_uid: String,
     /// UID of the kube-system Namespace (salt of the v2 frontend names).
     pub kube_system_uid: String,
+    /// The cluster UID of GKE's v1 namer, which names backends (`k8s1-<first 8>-...`) and v1
+    /// frontends (`...--<uid>`): in takeover mode the `uid` of ConfigMap
+    /// `kube-system/ingress-uid` that GKE's controller keeps (ingress-gce
+    /// `cmd/glbc/app/namer.go`; see `gclb-operator run --takeover`), else [`Self::cluster_uid`].
+    pub gke_uid: String,
+    /// What the L7 firewall rule is named after: in takeover mode the `provider-uid` of that
+    /// ConfigMap (GKE falls back to its `uid`), else [`Self::cluster_uid`].
+    pub firewall_uid: String,
     /// How the operator shares the cluster with GKE's controller: which IngressClass
     /// controller it answers to, whether "no class" can be its, and its resource names.
     pub mode: Mode,
@@ -170,6 +179,8 @@ impl TranslateConfig {
             cluster_name: cluster_name.to_owned(),
             cluster_uid: namer::cluster_uid8(kube_system_uid),
             kube_system_uid: kube_system_uid.to_owned(),
+            gke_uid: namer::cluster_uid8(kube_system_uid),
+            firewall_uid: namer::cluster_uid8(kube_system_uid),
             mode: Mode::Takeover,
             ingress_class: GCE_CLASS.to_owned(),
             default_backend: Some((
@@ -203,7 +214,33 @@ impl TranslateConfig {
                 .any(|c| !c.is_empty() && c == class)
     }
 
-    /// Names of one Ingress's frontend resources.
+    /// GKE's cluster UIDs as ConfigMap `kube-system/ingress-uid` holds them (`uid`, and
+    /// `provider-uid` when set): backends, v1 frontends and the firewall rule are then named as
+    /// GKE's controller names them in this cluster. The v2 frontends keep the kube-system UID.
+    pub fn with_gke_uid(mut self, uid: &str, provider_uid: Option<&str>) -> Self {
+        self.gke_uid = uid.to_owned();
+        self.firewall_uid = provider_uid
+            .filter(|p| !p.is_empty())
+            .unwrap_or(uid)
+            .to_owned();
+        self
+    }
+
+    /// Names of one Ingress's frontend resources: in takeover mode v1 or v2 as its finalizer
+    /// says ([`namer::FrontendVersion::of_finalizers`]), else the operator's own (v2 shape).
+    pub fn ingress_namer(&self, ingress: &Ingress) -> namer::FrontendNamer {
+        let key = ObjectKey::of(ingress);
+        let finalizers = ingress.metadata.finalizers.iter().flatten();
+        if self.mode == Mode::Takeover
+            && namer::FrontendVersion::of_finalizers(finalizers.map(String::as_str))
+                == namer::FrontendVersion::V1
+        {
+            return namer::FrontendNamer::v1(&self.gke_uid, &key.namespace, &key.name);
+        }
+        self.frontend_namer(&key.namespace, &key.name)
+    }
+
+    /// Names of one Ingress's frontend resources in the v2 shape.
     pub fn frontend_namer(&self, namespace: &str, name: &str) -> namer::FrontendNamer {
         namer::FrontendNamer::new(
             self.mode.scheme(),
@@ -216,18 +253,12 @@ impl TranslateConfig {
 
     /// Name of the backend service, health check and NEGs of one Service port.
     pub fn backend_name(&self, namespace: &str, service: &str, port: i32) -> String {
-        namer::backend(
-            self.mode.scheme(),
-            &self.cluster_uid,
-            namespace,
-            service,
-            port,
-        )
+        namer::backend(self.mode.scheme(), &self.gke_uid, namespace, service, port)
     }
 
     /// Name of the shared L7 firewall rule.
     pub fn l7_firewall_name(&self) -> String {
-        namer::l7_firewall(self.mode.scheme(), &self.cluster_uid)
+        namer::l7_firewall(self.mode.scheme(), &self.firewall_uid)
     }
 
     /// `projects/{network_project}/global/networks/{network}`.
@@ -274,7 +305,7 @@ pub fn translate_ingress(
     config: &TranslateConfig,
 ) -> Result<DesiredIngress, TranslateError> {
     let key = ObjectKey::of(ingress);
-    let namer = config.frontend_namer(&key.namespace, &key.name);
+    let namer = config.ingress_namer(ingress);
     let default = default_backend(snapshot, ingress, config, &key)?;
     let default_name = config.backend_name(
         &default.key.namespace,

@@ -14,6 +14,8 @@ pub struct ResolvedBackend<'a> {
     pub service: &'a Service,
     /// Its port entry.
     pub port: &'a ServicePort,
+    /// How the Ingress (or the operator's default backend) named the port.
+    pub by: PortRef,
 }
 
 /// How an Ingress (or the operator config) names a Service port.
@@ -148,5 +150,6 @@ pub fn resolve<'a>(
         },
         service,
         port,
+        by: port_ref.clone(),
     })
 }

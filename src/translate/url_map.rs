@@ -158,7 +158,7 @@ pub fn url_map<'a>(
 
     let mut um = model::UrlMap::default();
     um.name = Some(name.to_owned());
-    um.description = Some(ingress_description(&key));
+    um.description = owned_description(config.mode.scheme(), &key);
     um.default_service = Some(default_service.to_owned());
     for (host, patterns) in hosts {
         let routes: BTreeMap<String, String> = patterns
@@ -168,7 +168,7 @@ pub fn url_map<'a>(
                 (pattern, winner)
             })
             .collect();
-        let matcher = namer::path_matcher(&host);
+        let matcher = namer::path_matcher(config.mode.scheme(), &host);
         let mut rule = model::HostRule::default();
         rule.hosts = vec![host];
         rule.path_matcher = Some(matcher.clone());
@@ -353,4 +353,28 @@ fn route_rules(
 /// `{"kubernetes.io/ingress-name":"ns/name"}`, the description of per-Ingress resources.
 pub fn ingress_description(key: &ObjectKey) -> String {
     serde_json::json!({ "kubernetes.io/ingress-name": key.to_string() }).to_string()
+}
+
+/// Description of an Ingress's target proxies and forwarding rules. GKE's scheme writes GKE's
+/// own text, `{"kubernetes.io/ingress-name": "ns/name"}` with a space (ingress-gce
+/// `L7.description`, Go `%q` of `ns/name`), so adopted resources are unchanged (a forwarding
+/// rule's description cannot be changed at all); the operator's scheme
+/// [`ingress_description`].
+pub fn frontend_description(scheme: namer::Scheme, key: &ObjectKey) -> String {
+    match scheme {
+        namer::Scheme::Gke => format!(
+            "{{\"kubernetes.io/ingress-name\": {}}}",
+            serde_json::Value::String(key.to_string())
+        ),
+        namer::Scheme::Own => ingress_description(key),
+    }
+}
+
+/// Description of an Ingress's URL maps and self-managed certificates: none in GKE's scheme
+/// (GKE's controller writes none), else [`ingress_description`].
+pub fn owned_description(scheme: namer::Scheme, key: &ObjectKey) -> Option<String> {
+    match scheme {
+        namer::Scheme::Gke => None,
+        namer::Scheme::Own => Some(ingress_description(key)),
+    }
 }
