@@ -183,7 +183,8 @@ fn shared_vpc_refusal_gives_502_until_the_host_admin_runs_the_xpn_command() -> R
     );
     for part in [
         "--network default",
-        "--allow tcp:8080,tcp:50000",
+        // Takeover mode: ports in GKE's order (its controller sorts them as strings).
+        "--allow tcp:50000,tcp:8080",
         "--source-ranges 130.211.0.0/22,35.191.0.0/16",
         &format!("--target-tags {NODE_TAG}"),
         &format!("--project {HOST}"),

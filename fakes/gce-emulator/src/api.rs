@@ -73,6 +73,21 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
+/// Percent-decodes each segment of a request path, as Google's front end does
+/// (`urlMaps/x%2Dcanary` names `x-canary`). A segment whose escapes decode to a `/` or to
+/// invalid UTF-8 is left as sent, so an escape never changes which collection is addressed.
+pub fn decode_segments(path: &str) -> String {
+    path.split('/')
+        .map(
+            |seg| match percent_encoding::percent_decode_str(seg).decode_utf8() {
+                Ok(s) if !s.contains('/') => s.into_owned(),
+                _ => seg.to_string(),
+            },
+        )
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// Decodes a query string into pairs (`+` is a space, percent-escapes decoded).
 pub fn parse_query(q: Option<&str>) -> Vec<(String, String)> {
     url::form_urlencoded::parse(q.unwrap_or_default().as_bytes())
@@ -141,7 +156,7 @@ async fn compute(
     let req = ApiRequest {
         method,
         version,
-        path: path.to_string(),
+        path: decode_segments(path),
         query: parse_query(uri.query()),
         token: bearer_token(&headers).map(str::to_string),
         body,

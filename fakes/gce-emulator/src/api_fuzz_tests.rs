@@ -124,6 +124,7 @@ fn same(sent: &Value, got: &Value) -> bool {
 /// an empty object comes back with its defaults, an empty list comes back absent, as Google's
 /// JSON omits empty repeated fields.
 fn round_trip(sent: &Value, got: &Value) -> Option<String> {
+    let sent = &ordered_as_returned(sent);
     paths(sent).into_iter().find_map(|p| {
         let mut s = sent.clone();
         let leaf = at(&mut s, &p).clone();
@@ -149,6 +150,20 @@ fn round_trip(sent: &Value, got: &Value) -> Option<String> {
         }
         (!same(&leaf, cursor)).then(|| format!("{p:?}: sent {leaf}, GET returned {cursor}"))
     })
+}
+
+/// `sent` with a security policy's `rules` in priority order: Compute returns them sorted by
+/// priority, whatever order they were sent in (the emulator does the same).
+fn ordered_as_returned(sent: &Value) -> Value {
+    let mut sent = sent.clone();
+    if let Some(rules) = sent.get_mut("rules").and_then(Value::as_array_mut) {
+        let priority = |r: &Value| match &r["priority"] {
+            Value::String(s) => s.parse::<i64>().unwrap_or(2147483647),
+            p => p.as_i64().unwrap_or(2147483647),
+        };
+        rules.sort_by_key(priority);
+    }
+    sent
 }
 
 /// Percent-encodes a path segment or query value.

@@ -26,7 +26,7 @@ pub fn parse(body: &[u8], schema: Option<Schema<'_>>) -> Result<Value, ApiError>
             "the apply configuration must be an object with apiVersion, kind and metadata".into(),
         ));
     }
-    if let Some(e) = strategic::missing_merge_key(&v, schema, "") {
+    if let Some(e) = strategic::missing_merge_key(&v, schema, "", false) {
         return Err(ApiError::BadRequest(format!(
             "the apply configuration is not valid: {e}"
         )));

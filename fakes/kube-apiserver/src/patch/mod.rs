@@ -104,7 +104,7 @@ pub fn apply_patch(
                 ));
             };
             let patch: Value = serde_json::from_slice(body).map_err(|e| bad(&e))?;
-            if let Some(e) = strategic::missing_merge_key(&patch, Some(schema), "") {
+            if let Some(e) = strategic::missing_merge_key(&patch, Some(schema), "", true) {
                 return Err(bad(&e));
             }
             let mut doc = current.clone();

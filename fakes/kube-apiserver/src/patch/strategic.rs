@@ -124,7 +124,15 @@ pub fn merge(doc: &mut Value, patch: &Value, schema: Option<Schema<'_>>) {
 /// server refuses such a patch ("map: ... does not contain declared merge key: name") and such an
 /// apply configuration ("associative list with keys has an element that omits key field"); merged
 /// here, the element would be appended again by every patch or apply that carries it.
-pub fn missing_merge_key(patch: &Value, schema: Option<Schema<'_>>, path: &str) -> Option<String> {
+/// `directives`: whether an element holding only `$patch`-style directives is allowed (strategic
+/// merge patch: `{"$patch": "replace"}`); apply configurations carry no directives, so there
+/// such an element is an element without its key too.
+pub fn missing_merge_key(
+    patch: &Value,
+    schema: Option<Schema<'_>>,
+    path: &str,
+    directives: bool,
+) -> Option<String> {
     patch
         .as_object()?
         .iter()
@@ -137,7 +145,7 @@ pub fn missing_merge_key(patch: &Value, schema: Option<Schema<'_>>, path: &str) 
                 format!("{path}.{k}")
             };
             let Value::Array(items) = v else {
-                return missing_merge_key(v, field, &here);
+                return missing_merge_key(v, field, &here, directives);
             };
             let key = match field.map(|f| f.list_strategy()) {
                 Some(ListStrategy::MergeByKey(key)) => Some(key),
@@ -145,16 +153,17 @@ pub fn missing_merge_key(patch: &Value, schema: Option<Schema<'_>>, path: &str) 
             };
             let item_schema = field.and_then(|f| f.items());
             items.iter().enumerate().find_map(|(i, item)| {
-                let directive_only = item
-                    .as_object()
-                    .is_some_and(|m| !m.is_empty() && m.keys().all(|k| k.starts_with('$')));
+                let directive_only = directives
+                    && item
+                        .as_object()
+                        .is_some_and(|m| !m.is_empty() && m.keys().all(|k| k.starts_with('$')));
                 match &key {
                     Some(key) if !directive_only && item.get(key).is_none_or(Value::is_null) => {
                         Some(format!(
                             "{here}[{i}] has no merge key {key:?}; set {here}[{i}].{key}"
                         ))
                     }
-                    _ => missing_merge_key(item, item_schema, &format!("{here}[{i}]")),
+                    _ => missing_merge_key(item, item_schema, &format!("{here}[{i}]"), directives),
                 }
             })
         })
