@@ -108,7 +108,7 @@ pub const GC_CONCURRENCY: usize = 16;
 
 /// Runs `delete` for every name (or `(zone, name)`) at once (at most [`GC_CONCURRENCY`] in
 /// flight), skipping the ones still in use; keeps every change, returns the first other error.
-async fn delete_each<N, F, Fut>(
+pub(super) async fn delete_each<N, F, Fut>(
     names: Vec<N>,
     changes: &mut Changes,
     delete: F,

@@ -35,6 +35,22 @@ pub async fn ensure(
     Ok(())
 }
 
+/// Deletes the certificate `name` from `region`; a 404 counts as done.
+pub async fn delete(
+    compute: &Compute,
+    region: &str,
+    name: &str,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    super::remove(
+        KIND,
+        name,
+        || compute.delete_region_ssl_certificate(region, name),
+        changes,
+    )
+    .await
+}
+
 /// Deletes the certificates of `region` whose name starts with `prefix` and is not in `keep`.
 pub async fn delete_stale(
     compute: &Compute,

@@ -14,14 +14,14 @@
 use futures::future::join_all;
 use google_cloud_compute_v1::model;
 
-use super::gc::LiveSet;
+use super::gc::{delete_each, LiveSet};
 use super::ingress::{BackendLocks, FrontendStatus};
 use super::{
     merge, network_endpoint_groups, own_changes, region_backend_services, region_forwarding_rules,
     region_health_checks, region_ssl_certificates, region_target_http_proxies,
     region_target_https_proxies, region_url_maps, Changes, SyncError,
 };
-use crate::compute::{Compute, ErrorKind};
+use crate::compute::Compute;
 use crate::translate::namer::FrontendNamer;
 use crate::translate::proxy_only_subnet::{
     active_proxy_only, firewall_admits, firewall_command, subnet_command,
@@ -288,21 +288,10 @@ pub async fn health(compute: &Compute, region: &str, name: &str) -> String {
     last.unwrap_or_else(|| "Unknown".to_string())
 }
 
-/// Skips a delete refused because something still uses the resource (retried next run).
-fn skip_in_use(result: Result<(), SyncError>) -> Result<(), SyncError> {
-    match result {
-        Err(e) if e.compute_kind() == Some(ErrorKind::ResourceInUse) => {
-            tracing::info!(error = %e, "still in use; will retry at the next GC");
-            Ok(())
-        }
-        other => other,
-    }
-}
-
 /// Deletes the regional resources of `region` that carry this cluster's names but no live
 /// internal Ingress wants (`live`: the internal Ingresses' frontends, certificate prefixes and
 /// backends), users first: forwarding rules, proxies, URL maps, certificates, backend services,
-/// health checks. The zonal NEGs are the global collection's ([`super::gc`]).
+/// health checks, each phase at once. The zonal NEGs are the global collection's ([`super::gc`]).
 pub async fn collect_regional_garbage(
     compute: &Compute,
     region: &str,
@@ -310,105 +299,125 @@ pub async fn collect_regional_garbage(
     changes: &mut Changes,
 ) -> Result<(), SyncError> {
     let list_err = |kind| move |e| SyncError::compute(kind, "(list)", e);
-    fn names<T>(items: Vec<T>, name: impl Fn(&T) -> Option<&String>) -> Vec<String> {
-        items.iter().filter_map(|i| name(i).cloned()).collect()
+    fn stale<T>(
+        items: Vec<T>,
+        name: impl Fn(&T) -> Option<&String>,
+        is_stale: impl Fn(&str) -> bool,
+    ) -> Vec<String> {
+        items
+            .iter()
+            .filter_map(|i| name(i).cloned())
+            .filter(|n| is_stale(n))
+            .collect()
     }
+    // Each phase deletes at once through the global GC's `delete_each` (in-use skipped); the
+    // futures are boxed, as in the sync graph, to keep the GC future small.
     let rules = compute
         .list_region_forwarding_rules(region)
         .await
         .map_err(list_err(region_forwarding_rules::KIND))?;
-    for name in names(rules, |r| r.name.as_ref()) {
-        if live.stale_frontend("fr", &name) || live.stale_frontend("fs", &name) {
-            skip_in_use(
-                Box::pin(region_forwarding_rules::delete(
-                    compute, region, &name, changes,
-                ))
-                .await,
-            )?;
-        }
-    }
+    let names = stale(
+        rules,
+        |r| r.name.as_ref(),
+        |n| live.stale_frontend("fr", n) || live.stale_frontend("fs", n),
+    );
+    delete_each(names, changes, |name| async move {
+        let mut c = Changes::new();
+        let r = Box::pin(region_forwarding_rules::delete(
+            compute, region, &name, &mut c,
+        ))
+        .await;
+        (c, r)
+    })
+    .await?;
     let proxies = compute
         .list_region_target_http_proxies(region)
         .await
         .map_err(list_err(region_target_http_proxies::KIND))?;
-    for name in names(proxies, |p| p.name.as_ref()) {
-        if live.stale_frontend("tp", &name) {
-            skip_in_use(
-                Box::pin(region_target_http_proxies::delete(
-                    compute, region, &name, changes,
-                ))
-                .await,
-            )?;
-        }
-    }
+    let names = stale(
+        proxies,
+        |p| p.name.as_ref(),
+        |n| live.stale_frontend("tp", n),
+    );
+    delete_each(names, changes, |name| async move {
+        let mut c = Changes::new();
+        let r = Box::pin(region_target_http_proxies::delete(
+            compute, region, &name, &mut c,
+        ))
+        .await;
+        (c, r)
+    })
+    .await?;
     let proxies = compute
         .list_region_target_https_proxies(region)
         .await
         .map_err(list_err(region_target_https_proxies::KIND))?;
-    for name in names(proxies, |p| p.name.as_ref()) {
-        if live.stale_frontend("ts", &name) {
-            skip_in_use(
-                Box::pin(region_target_https_proxies::delete(
-                    compute, region, &name, changes,
-                ))
-                .await,
-            )?;
-        }
-    }
+    let names = stale(
+        proxies,
+        |p| p.name.as_ref(),
+        |n| live.stale_frontend("ts", n),
+    );
+    delete_each(names, changes, |name| async move {
+        let mut c = Changes::new();
+        let r = Box::pin(region_target_https_proxies::delete(
+            compute, region, &name, &mut c,
+        ))
+        .await;
+        (c, r)
+    })
+    .await?;
     let maps = compute
         .list_region_url_maps(region)
         .await
         .map_err(list_err(region_url_maps::KIND))?;
-    for name in names(maps, |m: &model::UrlMap| m.name.as_ref()) {
-        if live.stale_frontend("um", &name) {
-            skip_in_use(Box::pin(region_url_maps::delete(compute, region, &name, changes)).await)?;
-        }
-    }
+    let names = stale(
+        maps,
+        |m: &model::UrlMap| m.name.as_ref(),
+        |n| live.stale_frontend("um", n),
+    );
+    delete_each(names, changes, |name| async move {
+        let mut c = Changes::new();
+        let r = Box::pin(region_url_maps::delete(compute, region, &name, &mut c)).await;
+        (c, r)
+    })
+    .await?;
     let certs = compute
         .list_region_ssl_certificates(region)
         .await
         .map_err(list_err(region_ssl_certificates::KIND))?;
-    for name in names(certs, |c| c.name.as_ref()) {
-        if live.stale_certificate(&name) {
-            skip_in_use(
-                Box::pin(region_ssl_certificates::delete_stale(
-                    compute,
-                    region,
-                    &name,
-                    &[],
-                    changes,
-                ))
-                .await,
-            )?;
-        }
-    }
+    let names = stale(certs, |c| c.name.as_ref(), |n| live.stale_certificate(n));
+    delete_each(names, changes, |name| async move {
+        let mut c = Changes::new();
+        let r = Box::pin(region_ssl_certificates::delete(
+            compute, region, &name, &mut c,
+        ))
+        .await;
+        (c, r)
+    })
+    .await?;
     let services = compute
         .list_region_backend_services(region)
         .await
         .map_err(list_err(region_backend_services::KIND))?;
-    for name in names(services, |s| s.name.as_ref()) {
-        if live.stale_backend(&name) {
-            skip_in_use(
-                Box::pin(region_backend_services::delete(
-                    compute, region, &name, changes,
-                ))
-                .await,
-            )?;
-        }
-    }
+    let names = stale(services, |s| s.name.as_ref(), |n| live.stale_backend(n));
+    delete_each(names, changes, |name| async move {
+        let mut c = Changes::new();
+        let r = Box::pin(region_backend_services::delete(
+            compute, region, &name, &mut c,
+        ))
+        .await;
+        (c, r)
+    })
+    .await?;
     let checks = compute
         .list_region_health_checks(region)
         .await
         .map_err(list_err(region_health_checks::KIND))?;
-    for name in names(checks, |c| c.name.as_ref()) {
-        if live.stale_backend(&name) {
-            skip_in_use(
-                Box::pin(region_health_checks::delete(
-                    compute, region, &name, changes,
-                ))
-                .await,
-            )?;
-        }
-    }
-    Ok(())
+    let names = stale(checks, |c| c.name.as_ref(), |n| live.stale_backend(n));
+    delete_each(names, changes, |name| async move {
+        let mut c = Changes::new();
+        let r = Box::pin(region_health_checks::delete(compute, region, &name, &mut c)).await;
+        (c, r)
+    })
+    .await
 }
