@@ -75,6 +75,32 @@ impl<'a> Schema<'a> {
         })
     }
 
+    /// The keys that identify an element of the list at this node, in the order
+    /// structured-merge-diff names them in a path (sorted by name): `x-kubernetes-list-map-keys`
+    /// of a `map` list (e.g. `containerPort, protocol` for container ports), else the
+    /// `x-kubernetes-patch-merge-key` of a `merge` list; empty for atomic lists and sets.
+    pub fn list_map_keys(self) -> Vec<String> {
+        let raw = self.node;
+        let resolved = self.resolve().node;
+        let get = |k: &str| raw.get(k).or_else(|| resolved.get(k));
+        let mut keys: Vec<String> = match get("x-kubernetes-list-type").and_then(Value::as_str) {
+            Some("map") => get("x-kubernetes-list-map-keys")
+                .and_then(Value::as_array)
+                .map(|ks| {
+                    ks.iter()
+                        .filter_map(|k| k.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            _ => match self.list_strategy() {
+                ListStrategy::MergeByKey(k) => vec![k],
+                _ => Vec::new(),
+            },
+        };
+        keys.sort();
+        keys
+    }
+
     /// How the list at this node is merged by strategic merge patch and apply.
     pub fn list_strategy(self) -> ListStrategy {
         let raw = self.node;

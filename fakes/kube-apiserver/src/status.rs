@@ -158,6 +158,11 @@ pub enum ApiError {
     /// 500 `InternalError`.
     #[error("Internal error occurred: {0}")]
     Internal(String),
+    /// 500 with no `reason`: a plain error the real server does not classify (its
+    /// `ErrorToAPIStatus` gives it `StatusReasonUnknown`, which is empty and left out of the
+    /// `Status`), e.g. server-side apply's `failed to create typed patch object (...)`.
+    #[error("{0}")]
+    Unclassified(String),
 }
 
 impl ApiError {
@@ -176,11 +181,11 @@ impl ApiError {
             ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             ApiError::Expired(_) => StatusCode::GONE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Internal(_) | ApiError::Unclassified(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
-    /// The `Status.reason` value.
+    /// The `Status.reason` value (empty for [`ApiError::Unclassified`], which has none).
     pub fn reason(&self) -> &'static str {
         match self {
             ApiError::Unauthorized => "Unauthorized",
@@ -195,6 +200,7 @@ impl ApiError {
             ApiError::Expired(_) => "Expired",
             ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
             ApiError::Internal(_) => "InternalError",
+            ApiError::Unclassified(_) => "",
         }
     }
 
@@ -209,6 +215,9 @@ impl ApiError {
             "reason": self.reason(),
             "code": self.code().as_u16(),
         });
+        if self.reason().is_empty() {
+            status.as_object_mut().map(|s| s.remove("reason"));
+        }
         let details = match self {
             ApiError::NotFound {
                 resource,

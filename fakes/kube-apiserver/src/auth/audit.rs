@@ -139,7 +139,9 @@ pub fn event(r: &AuditRecord<'_>) -> Value {
     if let Some(err) = r.error {
         status["status"] = json!("Failure");
         status["message"] = json!(err.to_string());
-        status["reason"] = json!(err.reason());
+        if !err.reason().is_empty() {
+            status["reason"] = json!(err.reason());
+        }
     }
     e.insert("responseStatus".into(), status);
     e.insert(

@@ -319,6 +319,7 @@ pub async fn dispatch(
                     applied: Some(config.clone()),
                 };
                 let result = store.modify(&res, &ns, name, status_only, &writer, |live| {
+                    apply::check_declared(&config, schema)?;
                     let merged = apply::merge(live, &config, &manager, sub, schema);
                     // Decoded into its type before defaulting, as the real server does.
                     validation::decoding::check(&res, &merged, &body, app.openapi.schema_of(&res))?;
@@ -326,6 +327,7 @@ pub async fn dispatch(
                 });
                 return match result {
                     Err(ApiError::NotFound { .. }) if !status_only => {
+                        apply::check_declared(&config, schema)?;
                         let mut obj = config.clone();
                         crate::meta::metadata_mut(&mut obj).insert("name".into(), json!(name));
                         admission::admit_create(store, &res, &ns, &mut obj)?;
