@@ -193,20 +193,11 @@ impl Context {
                 })
             {
                 if desired.region.is_none() {
-                    live.backends.extend(desired.backends.keys().cloned());
+                    live.backends.extend(desired.backends.iter().cloned());
                 }
-                live.security_policies.extend(
-                    desired
-                        .security_policy
-                        .iter()
-                        .filter_map(|p| p.name.clone()),
-                );
-                for backend in desired.backends.values() {
-                    live.negs.extend(backend.negs.iter().map(|n| {
-                        let name = n.neg.name.clone().unwrap_or_default();
-                        (n.zone.clone(), name)
-                    }));
-                }
+                live.security_policies
+                    .extend(desired.security_policy.iter().cloned());
+                live.negs.extend(desired.negs.iter().cloned());
             }
         }
         live

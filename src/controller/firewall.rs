@@ -1,7 +1,7 @@
 //! The shared L7 firewall rule over every live owned Ingress, and the `XPN` hint when the
 //! project refuses firewall writes (Shared VPC).
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
 
 use kube::ResourceExt;
 
@@ -9,7 +9,8 @@ use super::{Context, SUPPRESS_XPN_ANNOTATION};
 use crate::sync::firewalls::{self, FirewallOutcome};
 use crate::sync::{Changes, SyncError};
 use crate::translate::{
-    firewall_hint, translate_firewall, translate_ingress, DesiredIngress, FirewallHintOp, ObjectKey,
+    firewall::firewall_for_ports, firewall_hint, translate_ingress, DesiredIngress, FirewallHintOp,
+    ObjectKey,
 };
 
 impl Context {
@@ -59,16 +60,16 @@ impl Context {
         let snapshot = &self.stores.snapshot();
         let t = &self.config.translate;
         let live = self.live_ingresses(snapshot, exclude);
-        let desired: Vec<Arc<DesiredIngress>> = live
+        let ports: BTreeSet<u16> = live
             .iter()
             .filter_map(|i| {
                 self.last_desired
                     .last_or_resolve(&ObjectKey::of(*i), || translate_ingress(snapshot, i, t))
             })
+            .flat_map(|summary| summary.firewall_ports.clone())
             .collect();
-        let refs: Vec<&DesiredIngress> = desired.iter().map(Arc::as_ref).collect();
         let mut changes = Changes::new();
-        match translate_firewall(&refs, t) {
+        match firewall_for_ports(&ports, t) {
             None if live.is_empty() => {
                 firewalls::delete(
                     &self.compute,

@@ -56,7 +56,7 @@ impl Context {
                 .last_or_resolve(&key, || translate_ingress(snapshot, ingress, t))
             {
                 if desired.region.is_some() {
-                    live.backends.extend(desired.backends.keys().cloned());
+                    live.backends.extend(desired.backends.iter().cloned());
                 }
             }
         }

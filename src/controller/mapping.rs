@@ -4,9 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::ResourceExt;
+
+use crate::translate::pod::PodRecord;
 
 /// The label linking an EndpointSlice to its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
@@ -64,7 +66,7 @@ pub fn ingresses_for_service<'a>(
 /// Names of the Services in the Pod's namespace whose selector matches the Pod's labels.
 pub fn services_selecting<'a>(
     services: impl IntoIterator<Item = &'a Service>,
-    pod: &Pod,
+    pod: &PodRecord,
 ) -> Vec<String> {
     let empty = BTreeMap::new();
     let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
@@ -139,12 +141,12 @@ mod tests {
             "spec": {"selector": {"app": "web"}}
         }))
         .unwrap();
-        let pod: Pod = serde_json::from_value(serde_json::json!({
+        let pod: PodRecord = serde_json::from_value(serde_json::json!({
             "metadata": {"namespace": "default", "name": "p", "labels": {"app": "web", "x": "y"}}
         }))
         .unwrap();
         assert_eq!(services_selecting([&svc], &pod), vec!["web".to_string()]);
-        let other: Pod = serde_json::from_value(serde_json::json!({
+        let other: PodRecord = serde_json::from_value(serde_json::json!({
             "metadata": {"namespace": "default", "name": "q", "labels": {"app": "db"}}
         }))
         .unwrap();

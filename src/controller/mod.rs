@@ -49,7 +49,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::runtime::controller::{self, Controller};
@@ -195,13 +195,14 @@ pub async fn run(
     metrics: ControllerMetrics,
     on_ready: impl FnOnce(Stores) + Send + 'static,
 ) {
-    let ingresses: Api<Ingress> = Api::all(client.clone());
-    let controller = Controller::new(ingresses, watcher::Config::default()).with_config(
+    let (ingress_store, ingress_stream) = Stores::ingress_stream(&client);
+    let (pod_store, pod_stream) = Stores::pod_stream(&client);
+    let controller = Controller::for_stream(ingress_stream, ingress_store.clone()).with_config(
         controller::Config::default()
             .concurrency(config.workers)
             .debounce(Duration::from_millis(100)),
     );
-    let stores = Stores::start(&client, controller.store()).await;
+    let stores = Stores::start(&client, ingress_store, pod_store).await;
     {
         // `on_ready` starts tasks that read the stores (readiness gates, webhook); starting them
         // only after the first lists means none of them waits on a store's single-waker
@@ -288,19 +289,15 @@ pub async fn run(
                 None => Vec::new(),
             },
         )
-        .watches(
-            Api::<Pod>::all(client.clone()),
-            watcher::Config::default(),
-            move |pod| {
-                let services = pod_stores.services.state();
-                let names = mapping::services_selecting(services.iter().map(|s| &**s), &pod);
-                let ns = pod.namespace().unwrap_or_default();
-                names
-                    .iter()
-                    .flat_map(|s| pod_map(&ns, s))
-                    .collect::<Vec<_>>()
-            },
-        )
+        .watches_stream(pod_stream, move |pod: crate::translate::pod::PodRecord| {
+            let services = pod_stores.services.state();
+            let names = mapping::services_selecting(services.iter().map(|s| &**s), &pod);
+            let ns = pod.namespace().unwrap_or_default();
+            names
+                .iter()
+                .flat_map(|s| pod_map(&ns, s))
+                .collect::<Vec<_>>()
+        })
         .watches(
             Api::<Secret>::all(client.clone()),
             stores::secrets_watch(),

@@ -6,16 +6,17 @@
 //! - every kind: `metadata.managedFields` (often larger than the object) and the
 //!   `kubectl.kubernetes.io/last-applied-configuration` annotation (a second copy of the
 //!   object; of a Secret, its data) go;
-//! - Pods: the metadata that names and selects them (name, namespace, uid, resourceVersion,
-//!   creation and deletion timestamps, labels), of the spec only `nodeName`, `readinessGates`
-//!   and each container's name, ports and readiness probe (the health check comes from them),
-//!   of the status only `phase`, `conditions`, `podIP` and `podIPs`;
+//! - Pods are not cached as the typed `Pod` at all but as [`PodRecord`]s, which deserialise
+//!   only the fields the operator reads; [`PodRecord::prune`] then drops the metadata it does
+//!   not read (the record's module docs list what is kept);
 //! - Secrets arrive already filtered to `kubernetes.io/tls` (`stores::TLS_SECRETS`); their
 //!   annotations, labels and owner references go.
 
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodStatus, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::Secret;
 use kube::Resource;
+
+#[cfg(doc)]
+use crate::translate::pod::PodRecord;
 
 /// The annotation `kubectl apply` stores the whole last applied object in.
 pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -32,43 +33,6 @@ pub fn metadata<K: Resource>(object: &mut K) {
     }
 }
 
-/// Keeps of a Pod what the operator reads (module docs).
-pub fn pod(pod: &mut Pod) {
-    let meta = std::mem::take(&mut pod.metadata);
-    pod.metadata = ObjectMeta {
-        name: meta.name,
-        namespace: meta.namespace,
-        uid: meta.uid,
-        resource_version: meta.resource_version,
-        creation_timestamp: meta.creation_timestamp,
-        deletion_timestamp: meta.deletion_timestamp,
-        labels: meta.labels,
-        ..ObjectMeta::default()
-    };
-    pod.spec = pod.spec.take().map(|spec| PodSpec {
-        node_name: spec.node_name,
-        readiness_gates: spec.readiness_gates,
-        containers: spec
-            .containers
-            .into_iter()
-            .map(|c| Container {
-                name: c.name,
-                ports: c.ports,
-                readiness_probe: c.readiness_probe,
-                ..Container::default()
-            })
-            .collect(),
-        ..PodSpec::default()
-    });
-    pod.status = pod.status.take().map(|status| PodStatus {
-        phase: status.phase,
-        conditions: status.conditions,
-        pod_ip: status.pod_ip,
-        pod_ips: status.pod_ips,
-        ..PodStatus::default()
-    });
-}
-
 /// Keeps of a TLS Secret its identity, type and data.
 pub fn secret(secret: &mut Secret) {
     metadata(secret);
@@ -81,20 +45,20 @@ pub fn secret(secret: &mut Secret) {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use k8s_openapi::api::core::v1::Service;
+    use k8s_openapi::api::core::v1::{Pod, Service};
 
     use super::*;
-    use crate::readiness::rules::{decide, needs_processing, pod_ips, NegObservation};
+    use crate::readiness::rules::{needs_processing, pod_ips};
+    use crate::translate::annotations::AppProtocol;
     use crate::translate::endpoints::waits_only_for_neg_gate;
     use crate::translate::health_check::probe_settings;
+    use crate::translate::pod::PodRecord;
     use crate::translate::ClusterSnapshot;
 
     /// A Pod as a ReplicaSet creates it and the kubelet reports it, with the readiness gate
     /// pending and a readiness probe the health check is derived from.
-    fn rich_pod() -> Pod {
-        serde_json::from_value(serde_json::json!({
+    fn rich_pod() -> serde_json::Value {
+        serde_json::json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {
                 "name": "web-1", "namespace": "default", "uid": "u1", "resourceVersion": "42",
@@ -126,8 +90,7 @@ mod tests {
                 "containerStatuses": [{"name": "app", "image": "app:1", "imageID": "sha256:x",
                     "ready": true, "restartCount": 0}]
             }
-        }))
-        .unwrap()
+        })
     }
 
     fn service() -> Service {
@@ -139,69 +102,30 @@ mod tests {
         .unwrap()
     }
 
-    /// Everything the operator derives from a Pod is the same from the pruned Pod, and the
-    /// pruned Pod is much smaller.
+    /// Everything the operator derives from a Pod it derives from the Pod's record: the health
+    /// check's probe, the readiness gate's state and the Pod's IPs, while the record keeps
+    /// none of what the operator does not read.
     #[test]
-    fn a_pruned_pod_gives_the_same_answers() {
+    fn a_pod_record_gives_the_answers_of_the_full_pod() {
         let full = rich_pod();
-        let mut pruned = full.clone();
-        pod(&mut pruned);
-        let snapshot = |p: &Pod| {
-            let mut s = ClusterSnapshot::default();
-            s.insert(p.clone());
-            s
-        };
+        let mut record: PodRecord = serde_json::from_value(full.clone()).unwrap();
+        record.prune();
+        let mut s = ClusterSnapshot::default();
+        s.insert(record.clone());
         let svc = service();
         let port = &svc.spec.as_ref().unwrap().ports.as_ref().unwrap()[0];
-        let probe = |p: &Pod| {
-            probe_settings(
-                &snapshot(p),
-                &svc,
-                port,
-                crate::translate::annotations::AppProtocol::Http,
-            )
-        };
-        assert!(probe(&full).is_some());
-        assert_eq!(probe(&pruned), probe(&full));
-        assert_eq!(
-            waits_only_for_neg_gate(&pruned),
-            waits_only_for_neg_gate(&full)
-        );
-        assert!(waits_only_for_neg_gate(&full));
-        assert_eq!(needs_processing(&pruned), needs_processing(&full));
-        assert_eq!(pod_ips(&pruned), pod_ips(&full));
-        let created = full.metadata.creation_timestamp.clone().unwrap().0;
-        let negs: BTreeMap<crate::readiness::NegRef, NegObservation> = BTreeMap::new();
-        let now = created;
-        assert_eq!(
-            decide(
-                &pod_ips(&pruned),
-                created,
-                &negs,
-                now,
-                std::time::Duration::from_secs(1)
-            ),
-            decide(
-                &pod_ips(&full),
-                created,
-                &negs,
-                now,
-                std::time::Duration::from_secs(1)
-            )
-        );
-        assert_eq!(pruned.object_ref(&()), full.object_ref(&()));
-        assert_eq!(pruned.metadata.labels, full.metadata.labels);
-
-        let size = |p: &Pod| serde_json::to_vec(p).unwrap().len();
-        assert!(
-            size(&pruned) * 2 < size(&full),
-            "pruned {} bytes of {}",
-            size(&pruned),
-            size(&full)
-        );
-        assert!(pruned.metadata.managed_fields.is_none());
-        assert!(pruned.spec.as_ref().unwrap().volumes.is_none());
-        assert!(pruned.status.as_ref().unwrap().container_statuses.is_none());
+        let probe = probe_settings(&s, &svc, port, AppProtocol::Http).expect("probe kept");
+        assert_eq!(probe.request_path.as_deref(), Some("/ready"));
+        assert_eq!(probe.check_interval_sec, Some(7));
+        assert!(waits_only_for_neg_gate(&record));
+        assert!(needs_processing(&record));
+        assert_eq!(pod_ips(&record), vec!["10.0.0.1".to_string()]);
+        let typed: Pod = serde_json::from_value(full).unwrap();
+        assert_eq!(record.object_ref(&()), typed.object_ref(&()));
+        assert_eq!(record.metadata.labels, typed.metadata.labels);
+        assert!(record.metadata.managed_fields.is_none());
+        assert!(record.metadata.annotations.is_none());
+        assert!(record.metadata.owner_references.is_none());
     }
 
     #[test]

@@ -117,7 +117,7 @@ async fn apply(
     super::secrets::add_uncached_secrets(&ctx.client, &mut snapshot, &ingress, t).await?;
     let desired = match translate_ingress(&snapshot, &ingress, t) {
         Ok(d) => {
-            ctx.last_desired.resolve::<()>(&key, Ok(d.clone()));
+            ctx.last_desired.record(&key, &d);
             d
         }
         // Nothing is touched; the last good translation keeps its firewall ports and backends.

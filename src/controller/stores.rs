@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::runtime::reflector::{self, Store};
@@ -28,6 +28,7 @@ use super::prune;
 use crate::crd::{BackendConfig, FrontendConfig, ManagedCertificate, TLSCertificateDelegation};
 use crate::readiness::lookup::NodeMeta;
 use crate::translate::endpoints::node_zone;
+use crate::translate::pod::PodRecord;
 use crate::translate::{ClusterSnapshot, SnapshotObject};
 
 /// Read handles of every store.
@@ -39,8 +40,8 @@ pub struct Stores {
     pub services: Store<Service>,
     /// EndpointSlices.
     pub endpoint_slices: Store<EndpointSlice>,
-    /// Pods.
-    pub pods: Store<Pod>,
+    /// Pods, as compact [`PodRecord`]s.
+    pub pods: Store<PodRecord>,
     /// IngressClasses.
     pub ingress_classes: Store<IngressClass>,
     /// `kubernetes.io/tls` Secrets (for `spec.tls`; [`TLS_SECRETS`]).
@@ -235,9 +236,10 @@ where
 }
 
 impl Stores {
-    /// Starts the reflectors (the Ingress store comes from the controller). The CRD kinds are
-    /// probed first and skipped when not served.
-    pub async fn start(client: &Client, ingresses: Store<Ingress>) -> Self {
+    /// Starts the reflectors, except the Ingress and Pod stores, whose reflectors are the
+    /// controller's trigger streams ([`Stores::ingress_stream`], [`Stores::pod_stream`]). The
+    /// CRD kinds are probed first and skipped when not served.
+    pub async fn start(client: &Client, ingresses: Store<Ingress>, pods: Store<PodRecord>) -> Self {
         let bc = served::<BackendConfig>(client).await;
         let fc = served::<FrontendConfig>(client).await;
         let mc = served::<ManagedCertificate>(client).await;
@@ -247,12 +249,7 @@ impl Stores {
             ingresses,
             services: spawn_reflector(Api::all(client.clone()), false),
             endpoint_slices: spawn_reflector(Api::all(client.clone()), false),
-            pods: spawn_reflector_with(
-                Api::all(client.clone()),
-                watcher::Config::default(),
-                false,
-                prune::pod,
-            ),
+            pods,
             ingress_classes: spawn_reflector(Api::all(client.clone()), false),
             secrets: spawn_reflector_with(
                 Api::all(client.clone()),
@@ -269,6 +266,47 @@ impl Stores {
             ready: Arc::new(tokio::sync::watch::channel(false).0),
         }
         .watch_first_lists()
+    }
+
+    /// The Ingress store's reflector, as the controller's main trigger stream: every Ingress
+    /// applied, with `managedFields` and `last-applied-configuration` dropped before it is
+    /// stored ([`prune::metadata`]; kube-runtime's own `Controller::new` would store them). The
+    /// store is fed as the controller polls the stream (as with `Controller::new`).
+    pub fn ingress_stream(
+        client: &Client,
+    ) -> (
+        Store<Ingress>,
+        impl futures::Stream<Item = Result<Ingress, watcher::Error>> + Send + 'static,
+    ) {
+        let (reader, writer) = reflector::store();
+        let api: Api<Ingress> = Api::all(client.clone());
+        let stream = reflector::reflector(
+            writer,
+            watcher(api, watcher::Config::default()).modify(prune::metadata::<Ingress>),
+        )
+        .applied_objects();
+        (reader, stream)
+    }
+
+    /// The Pod store's reflector, as the controller's Pod trigger stream: one watch of the
+    /// cluster's Pods both keeps the store (compact [`PodRecord`]s, [`PodRecord::prune`]d) and
+    /// triggers the Ingresses whose Services select a changed Pod (applied or deleted), where a
+    /// second watch (`Controller::watches`) deserialised every Pod a second time. The store is
+    /// fed as the controller polls the stream.
+    pub fn pod_stream(
+        client: &Client,
+    ) -> (
+        Store<PodRecord>,
+        impl futures::Stream<Item = Result<PodRecord, watcher::Error>> + Send + 'static,
+    ) {
+        let (reader, writer) = reflector::store();
+        let api: Api<PodRecord> = Api::all(client.clone());
+        let stream = reflector::reflector(
+            writer,
+            watcher(api, watcher::Config::default()).modify(PodRecord::prune),
+        )
+        .touched_objects();
+        (reader, stream)
     }
 
     /// Spawns the one task that waits on every store's first list and then publishes readiness.
@@ -421,7 +459,7 @@ mod tests {
         let (ingresses, mut w_ing) = empty::<Ingress>();
         let (services, mut w_svc) = empty::<Service>();
         let (endpoint_slices, mut w_eps) = empty::<EndpointSlice>();
-        let (pods, mut w_pod) = empty::<Pod>();
+        let (pods, mut w_pod) = empty::<PodRecord>();
         let (ingress_classes, mut w_cls) = empty::<IngressClass>();
         let (secrets, mut w_sec) = empty::<Secret>();
         let (backend_configs, mut w_bc) = empty::<BackendConfig>();

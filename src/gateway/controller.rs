@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{Namespace, Node, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::{self, Store};
@@ -86,7 +86,7 @@ struct Stores {
     namespaces: Store<Namespace>,
     services: Store<Service>,
     slices: Store<EndpointSlice>,
-    pods: Store<Pod>,
+    pods: Store<crate::translate::pod::PodRecord>,
     secrets: Store<Secret>,
     nodes: Store<Node>,
 }

@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder};
@@ -27,6 +26,7 @@ use super::rules::{
     NegCondition, NegObservation, Reason,
 };
 use super::{Context, ReadinessError};
+use crate::translate::pod::PodRecord;
 
 const LIST_ENDPOINTS: &str = "compute.networkEndpointGroups.listNetworkEndpoints";
 const LIST_BACKEND_SERVICES: &str = "compute.backendServices.list";
@@ -38,7 +38,7 @@ pub async fn run(ctx: Context) {
     let (store, writer) = reflector::store();
     let wake = Arc::new(Notify::new());
     let watch_wake = wake.clone();
-    let api = Api::<Pod>::all(ctx.client.clone());
+    let api = Api::<PodRecord>::all(ctx.client.clone());
     let watch = reflector::reflector(writer, watcher(api, watcher::Config::default()))
         .default_backoff()
         .touched_objects()
@@ -59,7 +59,7 @@ pub async fn run(ctx: Context) {
 /// Like [`run`], over a Pod store someone else keeps (e.g. the Ingress controller's), so the
 /// cluster's Pods are watched once. Without watch notifications a new gated Pod is noticed at
 /// the next `poll_interval` tick (a store read, no API call).
-pub async fn run_with_pods(ctx: Context, pods: Store<Pod>) {
+pub async fn run_with_pods(ctx: Context, pods: Store<PodRecord>) {
     poll_loop(&ctx, pods, None).await;
 }
 
@@ -72,7 +72,7 @@ pub(crate) struct Memory {
     slow_reported: HashSet<String>,
 }
 
-async fn poll_loop(ctx: &Context, store: Store<Pod>, wake: Option<Arc<Notify>>) {
+async fn poll_loop(ctx: &Context, store: Store<PodRecord>, wake: Option<Arc<Notify>>) {
     if store.wait_until_ready().await.is_err() {
         return;
     }
@@ -95,7 +95,7 @@ async fn poll_loop(ctx: &Context, store: Store<Pod>, wake: Option<Arc<Notify>>) 
     };
     let mut error_delays = error_backoff();
     loop {
-        let waiting: Vec<Arc<Pod>> = store
+        let waiting: Vec<Arc<PodRecord>> = store
             .state()
             .into_iter()
             .filter(|p| needs_processing(p))
@@ -136,10 +136,10 @@ async fn poll_loop(ctx: &Context, store: Store<Pod>, wake: Option<Arc<Notify>>) 
 pub(crate) async fn poll_once(
     ctx: &Context,
     recorder: &Recorder,
-    waiting: &[Arc<Pod>],
+    waiting: &[Arc<PodRecord>],
     memory: &mut Memory,
 ) -> usize {
-    let per_pod: Vec<(Arc<Pod>, Vec<NegRef>)> = waiting
+    let per_pod: Vec<(Arc<PodRecord>, Vec<NegRef>)> = waiting
         .iter()
         .map(|pod| {
             let negs = if ctx.config.bypass {
@@ -222,7 +222,7 @@ pub(crate) async fn poll_once(
         }
     }
     let now = Timestamp::now();
-    let decisions: Vec<(Arc<Pod>, NegCondition, Timestamp)> = per_pod
+    let decisions: Vec<(Arc<PodRecord>, NegCondition, Timestamp)> = per_pod
         .into_iter()
         .map(|(pod, negs)| {
             let created = pod
@@ -290,7 +290,7 @@ struct Applied {
 async fn apply(
     ctx: &Context,
     recorder: &Recorder,
-    pod: &Pod,
+    pod: &PodRecord,
     decided: NegCondition,
     created: Timestamp,
     now: Timestamp,
@@ -310,7 +310,7 @@ async fn apply(
     let unchanged = is_current(existing, &decided) || memory.written.get(&uid) == Some(&decided);
     if !unchanged {
         let patch = status_patch(existing, &decided, now);
-        let patched = Api::<Pod>::namespaced(ctx.client.clone(), &namespace)
+        let patched = Api::<PodRecord>::namespaced(ctx.client.clone(), &namespace)
             .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch))
             .await;
         if let Err(source) = patched {
@@ -370,7 +370,13 @@ async fn apply(
     applied
 }
 
-async fn publish(recorder: &Recorder, pod: &Pod, type_: EventType, reason: Reason, note: &str) {
+async fn publish(
+    recorder: &Recorder,
+    pod: &PodRecord,
+    type_: EventType,
+    reason: Reason,
+    note: &str,
+) {
     let event = Event {
         type_,
         reason: reason.as_str().to_owned(),

@@ -3,7 +3,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::runtime::events::Recorder;
 use serde_json::{json, Value};
@@ -12,6 +11,7 @@ use super::*;
 use crate::readiness::neg::{BackendHealth, EndpointHealth, NegHealthError, NegRef};
 use crate::readiness::test_api::{FakeHealth, MockApi, Write};
 use crate::readiness::{Config, Context, ReadinessMetrics, StaticLookup, NEG_READINESS_GATE};
+use crate::translate::pod::PodRecord;
 
 fn neg(name: &str) -> NegRef {
     NegRef::new("us-central1-a", name)
@@ -59,7 +59,7 @@ fn context(api: &MockApi, health: Arc<FakeHealth>, config: Config) -> Context {
     Context::new(api.client(), health, Arc::new(lookup()), config)
 }
 
-fn pods(values: &[Value]) -> Vec<Arc<Pod>> {
+fn pods(values: &[Value]) -> Vec<Arc<PodRecord>> {
     values
         .iter()
         .map(|v| Arc::new(serde_json::from_value(v.clone()).unwrap()))
@@ -378,7 +378,10 @@ async fn run_with_pods_uses_a_shared_store() {
     let (store, writer) = reflector::store();
     let watch = reflector::reflector(
         writer,
-        watcher(kube::Api::<Pod>::all(client), watcher::Config::default()),
+        watcher(
+            kube::Api::<PodRecord>::all(client),
+            watcher::Config::default(),
+        ),
     )
     .default_backoff()
     .for_each(|_| futures::future::ready(()));

@@ -22,10 +22,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::neg::{EndpointHealth, NegRef, HEALTHY};
+use crate::translate::pod::PodRecord;
 
 /// The readiness gate and Pod condition type (ingress-gce `pkg/neg/types/shared/types.go`).
 pub const NEG_READINESS_GATE: &str = "cloud.google.com/load-balancer-neg-ready";
@@ -87,7 +88,7 @@ pub struct NegObservation {
 }
 
 /// Whether the Pod has the gate in `spec.readinessGates`.
-pub fn has_gate(pod: &Pod) -> bool {
+pub fn has_gate(pod: &PodRecord) -> bool {
     pod.spec
         .as_ref()
         .and_then(|s| s.readiness_gates.as_ref())
@@ -95,7 +96,7 @@ pub fn has_gate(pod: &Pod) -> bool {
 }
 
 /// The Pod's current gate condition, if any.
-pub fn gate_condition(pod: &Pod) -> Option<&PodCondition> {
+pub fn gate_condition(pod: &PodRecord) -> Option<&PodCondition> {
     pod.status
         .as_ref()?
         .conditions
@@ -107,14 +108,14 @@ pub fn gate_condition(pod: &Pod) -> Option<&PodCondition> {
 /// Whether the controller must work on this Pod: it has the gate, its condition is not True,
 /// and it is not terminating (ingress-gce `needToProcess`, plus the terminating check: a
 /// terminating Pod's readiness no longer steers a rollout).
-pub fn needs_processing(pod: &Pod) -> bool {
+pub fn needs_processing(pod: &PodRecord) -> bool {
     has_gate(pod)
         && pod.metadata.deletion_timestamp.is_none()
         && gate_condition(pod).is_none_or(|c| c.status != "True")
 }
 
 /// Every IP of the Pod (`status.podIPs[].ip`, then `status.podIP`), without duplicates.
-pub fn pod_ips(pod: &Pod) -> Vec<String> {
+pub fn pod_ips(pod: &PodRecord) -> Vec<String> {
     let mut ips: Vec<String> = Vec::new();
     if let Some(status) = &pod.status {
         let listed = status.pod_ips.iter().flatten().map(|p| p.ip.clone());

@@ -1,12 +1,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 
 use super::*;
 use crate::readiness::neg::{BackendHealth, EndpointHealth, NegRef};
+use crate::translate::pod::PodRecord;
 
 const IP: &str = "127.64.0.7";
 const TIMEOUT: Duration = Duration::from_secs(600);
@@ -245,7 +245,7 @@ fn any_pod_ip_matches() {
     assert!(c.status);
 }
 
-fn pod(value: serde_json::Value) -> Pod {
+fn pod(value: serde_json::Value) -> PodRecord {
     serde_json::from_value(value).unwrap()
 }
 

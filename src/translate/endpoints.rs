@@ -18,10 +18,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{Pod, ServicePort};
+use k8s_openapi::api::core::v1::ServicePort;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use super::pod::PodRecord;
 use super::{ClusterSnapshot, NegEndpoint, ObjectKey, TranslateConfig};
 
 /// The Pod condition / readiness gate the operator drives from load-balancer health.
@@ -224,7 +225,7 @@ fn attachable(snapshot: &ClusterSnapshot, namespace: &str, endpoint: &Endpoint) 
 
 /// True when the Pod has the NEG readiness gate, its containers are ready, the gate's
 /// condition is not yet True and the Pod is not being deleted.
-pub fn waits_only_for_neg_gate(pod: &Pod) -> bool {
+pub fn waits_only_for_neg_gate(pod: &PodRecord) -> bool {
     if pod.metadata.deletion_timestamp.is_some() {
         return false;
     }

@@ -27,10 +27,20 @@ pub fn translate_firewall(
         .flat_map(|i| i.backends.values())
         .flat_map(|b| b.firewall_ports.iter().copied())
         .collect();
+    firewall_for_ports(&ports, config)
+}
+
+/// The shared L7 rule opening `ports` (the union of the live Ingresses' backends'
+/// `firewall_ports`); `None` when there are none. [`translate_firewall`] of Ingresses whose
+/// ports the caller has already gathered (the controller keeps only those of each Ingress).
+pub fn firewall_for_ports(
+    ports: &BTreeSet<u16>,
+    config: &TranslateConfig,
+) -> Option<model::Firewall> {
     l7_firewall(
         config.l7_firewall_name(),
         L7_FIREWALL_DESCRIPTION,
-        &ports,
+        ports,
         config,
     )
 }

@@ -217,7 +217,10 @@ fn snapshot(docs: &[Value]) -> (ClusterSnapshot, usize) {
             "Ingress" => decode::<networking::Ingress>(&mut s, &doc),
             "IngressClass" => decode::<networking::IngressClass>(&mut s, &doc),
             "Service" => decode::<v1::Service>(&mut s, &doc),
-            "Pod" => decode::<v1::Pod>(&mut s, &doc),
+            "Pod" => {
+                serde_json::from_value::<v1::Pod>(doc.clone()).is_ok()
+                    && decode::<crate::translate::pod::PodRecord>(&mut s, &doc)
+            }
             "Secret" => decode::<v1::Secret>(&mut s, &doc),
             "EndpointSlice" => decode::<discovery::EndpointSlice>(&mut s, &doc),
             "BackendConfig" => decode::<crate::crd::BackendConfig>(&mut s, &doc),

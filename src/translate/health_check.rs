@@ -17,10 +17,11 @@
 //! interval, so the timeout is capped at the interval.
 
 use google_cloud_compute_v1::model::{self, health_check, http_health_check};
-use k8s_openapi::api::core::v1::{Pod, Probe, Service, ServicePort};
+use k8s_openapi::api::core::v1::{Probe, Service, ServicePort};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::annotations::AppProtocol;
+use super::pod::PodRecord;
 use super::snapshot::in_namespace;
 use super::ClusterSnapshot;
 use crate::crd::backend_config::{HealthCheckConfig, HealthCheckType};
@@ -71,7 +72,7 @@ pub fn probe_settings(
         .as_ref()
         .filter(|s| !s.is_empty())?;
     let namespace = service.metadata.namespace.as_deref().unwrap_or("");
-    let mut pods: Vec<&Pod> = in_namespace(&snapshot.pods, namespace)
+    let mut pods: Vec<&PodRecord> = in_namespace(&snapshot.pods, namespace)
         .map(|(_, p)| p.as_ref())
         .filter(|p| {
             let labels = p.metadata.labels.as_ref();

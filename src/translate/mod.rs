@@ -22,6 +22,7 @@ pub mod namer;
 pub mod ncp;
 pub mod ownership;
 pub mod paths;
+pub mod pod;
 pub mod proxy_only_subnet;
 pub mod regional;
 pub mod secret_refs;

@@ -3,11 +3,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::ResourceExt;
 
+use super::pod::PodRecord;
 use crate::crd::{BackendConfig, FrontendConfig, ManagedCertificate, TLSCertificateDelegation};
 
 /// Identity of a Kubernetes object: namespace (`""` for cluster-scoped objects) and name.
@@ -55,8 +56,8 @@ pub struct ClusterSnapshot {
     /// EndpointSlices, keyed by the slice's own namespace/name; linked to their Service by the
     /// label `kubernetes.io/service-name`.
     pub endpoint_slices: BTreeMap<ObjectKey, Arc<EndpointSlice>>,
-    /// Pods (for readiness probes and readiness gates).
-    pub pods: BTreeMap<ObjectKey, Arc<Pod>>,
+    /// Pods, as the operator caches them (for readiness probes and readiness gates).
+    pub pods: BTreeMap<ObjectKey, Arc<PodRecord>>,
     /// IngressClasses (cluster scoped: namespace `""`).
     pub ingress_classes: BTreeMap<ObjectKey, Arc<IngressClass>>,
     /// Secrets: the controller's `kubernetes.io/tls` store, plus the other Secrets the Ingress
@@ -117,7 +118,7 @@ macro_rules! snapshot_object {
 snapshot_object!(Ingress, ingresses);
 snapshot_object!(Service, services);
 snapshot_object!(EndpointSlice, endpoint_slices);
-snapshot_object!(Pod, pods);
+snapshot_object!(PodRecord, pods);
 snapshot_object!(IngressClass, ingress_classes);
 snapshot_object!(Secret, secrets);
 snapshot_object!(BackendConfig, backend_configs);

@@ -51,7 +51,12 @@ pub fn snapshot_from_yaml(yaml: &str) -> ClusterSnapshot {
             "Ingress" => insert::<networking::Ingress>(&mut snapshot, doc),
             "IngressClass" => insert::<networking::IngressClass>(&mut snapshot, doc),
             "Service" => insert::<v1::Service>(&mut snapshot, doc),
-            "Pod" => insert::<v1::Pod>(&mut snapshot, doc),
+            "Pod" => {
+                // Checked as a typed Pod, cached as the store caches it.
+                let pod: v1::Pod =
+                    serde_json::from_value(doc).unwrap_or_else(|e| panic!("bad test object: {e}"));
+                snapshot.insert(super::pod::PodRecord::from_pod(&pod).expect("a Pod serialises"));
+            }
             "Secret" => insert::<v1::Secret>(&mut snapshot, doc),
             "EndpointSlice" => insert::<discovery::EndpointSlice>(&mut snapshot, doc),
             "BackendConfig" => insert::<crate::crd::BackendConfig>(&mut snapshot, doc),

@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 
 use crate::readiness::rules::{has_gate, NEG_READINESS_GATE};
 use crate::readiness::NegLookup;
+use crate::translate::pod::PodRecord;
 
 /// The only API version answered.
 pub const ADMISSION_API_VERSION: &str = "admission.k8s.io/v1";
@@ -135,7 +136,7 @@ fn decide(request: &Request, lookup: &dyn NegLookup) -> Decision {
     else {
         return Decision::Unchanged("object is not a Pod");
     };
-    if has_gate(&pod) {
+    if PodRecord::from_pod(&pod).is_ok_and(|record| has_gate(&record)) {
         return Decision::Unchanged("Pod already has the readiness gate");
     }
     // On CREATE the object often has no namespace yet; the request names it.

@@ -114,7 +114,8 @@ fn applying_the_patch_gives_the_gated_pod() {
         }
     }
     let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(pod).unwrap();
-    assert!(crate::readiness::rules::has_gate(&pod));
+    let record = crate::translate::pod::PodRecord::from_pod(&pod).unwrap();
+    assert!(crate::readiness::rules::has_gate(&record));
 }
 
 #[test]
