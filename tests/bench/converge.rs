@@ -347,6 +347,10 @@ fn sizes() -> Vec<usize> {
     }
 }
 
+/// One phase: wall seconds, `(mutating, reading)` calls, `(CPU s, peak RSS MiB, load at start,
+/// load at end)`.
+type Phase = (f64, (u64, u64), (f64, f64, f64, f64));
+
 /// What one size of the sweep measured.
 struct SizeFigures {
     n: usize,
@@ -354,7 +358,7 @@ struct SizeFigures {
     rows: Vec<String>,
     /// Per phase: wall seconds, `(mutating, reading)` calls, `(CPU s, peak RSS MiB, load at
     /// start, load at end)`.
-    phases: Vec<(f64, (u64, u64), (f64, f64, f64, f64))>,
+    phases: Vec<Phase>,
     firewall_deletes: u64,
 }
 
@@ -416,7 +420,7 @@ fn converge_size(
     );
     let cost = operator_cost(sys, &meter);
     let (row, calls0) = phase_row(
-        &sys,
+        sys,
         n,
         &format!("apply {n} Ingresses -> every IP"),
         total,
