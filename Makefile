@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo demo-gateway test fuzz test-real-api record-real-api build native-deps deps crds iam-role bench bench-control-plane bench-instructions lint fmt clean mutants image chaos
+.PHONY: demo demo-gateway test fuzz test-real-api record-real-api build native-deps deps crds iam-role bench bench-control-plane bench-scale bench-instructions lint fmt clean mutants image chaos
 
 ## Build every binary (operator, gce-emulator, fake-kube-apiserver).
 build: native-deps
@@ -32,6 +32,8 @@ deps: native-deps
 	  || { echo "umoci and skopeo are required by the image test: apt-get install umoci skopeo"; exit 1; }
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; } \
 	  || { echo "chromium is required by the dashboard's browser test: apt-get install chromium"; exit 1; }
+	@[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || { apt-get update -qq && apt-get install -y -qq fonts-dejavu-core; } \
+	  || { echo "the benchmark's plot needs DejaVu Sans: apt-get install fonts-dejavu-core"; exit 1; }
 
 ## Bring up the local Kubernetes API, the Compute emulator and the operator, apply
 ## docs/examples/, and send real requests through the emulated load balancer.
@@ -101,6 +103,7 @@ iam-role:
 bench: build
 	bash fakes/gce-emulator/benches/run.sh
 	$(MAKE) bench-control-plane
+	@if [ -n "$(BENCH_SCALE)" ]; then $(MAKE) bench-scale; else echo "the size sweep (issue 18, ~1 h on 2 busy cores): make bench-scale, or make bench BENCH_SCALE=1"; fi
 
 ## The operator: Ingress created -> first 200 (one at a time and at once) and convergence over
 ## BENCH_INGRESSES (default 100), with no added latency, then on the slow cloud
@@ -110,6 +113,23 @@ bench-control-plane: build
 	$(CARGO) bench --workspace --bench converge --profile dev
 	BENCH_SLOW_CLOUD=$(BENCH_SLOW_CLOUD_PROFILE) $(CARGO) bench --workspace --bench converge --profile dev
 	$(CARGO) bench --workspace --bench memory --profile dev
+
+## Issue 18's size sweep in one command: BENCH_SCALE_SIZES Ingresses (default 100,500,1000,2000)
+## with 2 Services each over a pool of BENCH_SCALE_SERVICES, 10k Pods and 2k Secrets in the
+## cluster; per size convergence, a restart's resync and deleting everything (calls, CPU, peak
+## RSS). Prints the table and the paths of the report and its PNG plot. Then 500 Ingresses on a
+## slow cloud: 200 ms per call and a 20 writes/s quota (429 rateLimitExceeded).
+BENCH_SCALE_SIZES ?= 100,500,1000,2000
+BENCH_SCALE_SERVICES ?= 20
+BENCH_SCALE_SLOW_SIZES ?= 500
+BENCH_SCALE_ENV = BENCH_PATHS=2 BENCH_SERVICES=$(BENCH_SCALE_SERVICES) BENCH_FIRST200_SEQ=0 BENCH_FIRST200_BURST=0 \
+	MALLOC_ARENA_MAX=2 BENCH_PHASE_DEADLINE_SECS=3000
+bench-scale: build
+	$(BENCH_SCALE_ENV) BENCH_SIZES=$(BENCH_SCALE_SIZES) BENCH_PODS=10000 BENCH_SECRETS=2000 \
+	  $(CARGO) bench --workspace --bench converge --profile dev
+	$(BENCH_SCALE_ENV) BENCH_SIZES=$(BENCH_SCALE_SLOW_SIZES) \
+	  BENCH_SLOW_CLOUD='{"preset":"uniform:200","quota":{"writesPerSecond":20,"code":429}}' \
+	  $(CARGO) bench --workspace --bench converge --profile dev
 
 ## User-space instructions per proxied request, the emulator's and nginx's (valgrind's callgrind;
 ## INSTALL=1 installs valgrind, nginx and wrk): steady on a busy machine, where the wall-clock

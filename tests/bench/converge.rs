@@ -35,12 +35,24 @@
 //! release build the image ships); `BENCH_PHASE_DEADLINE_SECS` (default 900) bounds each phase.
 //! The environment is passed on to the processes (e.g. `MALLOC_ARENA_MAX=2`, as
 //! deploy/deployment.yaml sets it).
+//!
+//! The size sweep (issue 18, `make bench-scale`): `BENCH_SIZES=100,500,1000,2000` runs the three
+//! phases at each size in turn on one system (Pods and Secrets created once), `BENCH_PATHS`
+//! (default 1) routes each Ingress to that many Services of the pool, and a summary table is
+//! printed and written with a PNG plot of convergence time and peak RSS against Ingress count
+//! (`BENCH_REPORT_DIR`, default `bench-report` beside the binaries; both paths printed). Each
+//! phase's peak RSS is its own (the operator's `VmHWM` is reset when the phase starts).
+//! Ingresses, Pods and Secrets are created by a kube client, 16 requests at a time
+//! ([`cluster::create_all`]). `BENCH_GLBC=PATH` runs GKE's controller side by side instead
+//! ([`glbc`]).
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod cluster;
 mod first200;
+mod glbc;
+mod plot;
 mod procstat;
 
 use std::fmt::Write as _;
@@ -84,16 +96,25 @@ fn services_yaml(services: usize) -> String {
     y
 }
 
-/// Ingresses `ing-0..N`, each routing its own host to one of the shared Services.
-fn ingresses_yaml(ingresses: usize, services: usize) -> String {
+/// Ingresses `ing-0..N`, each routing its own host to `paths` of the shared Services (`/` to the
+/// first, `/p1`, `/p2`.. to the next ones), so `paths` backends per Ingress.
+fn ingresses_yaml(ingresses: usize, services: usize, paths: usize) -> String {
     let mut y = String::new();
     for i in 0..ingresses {
-        let s = i % services;
+        let rules: Vec<String> = (0..paths)
+            .map(|k| {
+                let s = (i * paths + k) % services;
+                let path = if k == 0 { "/".to_string() } else { format!("/p{k}") };
+                format!(
+                    "{{path: {path}, pathType: Prefix, backend: {{service: {{name: svc-{s}, port: {{number: 80}}}}}}}}"
+                )
+            })
+            .collect();
         let _ = write!(
             y,
-            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: ing-{i}}}\n\
-             spec: {{ingressClassName: gce, rules: [{{host: ing-{i}.example, http: {{paths: \
-             [{{path: /, pathType: Prefix, backend: {{service: {{name: svc-{s}, port: {{number: 80}}}}}}}}]}}}}]}}\n---\n"
+            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: ing-{i}, namespace: default}}\n\
+             spec: {{ingressClassName: gce, rules: [{{host: ing-{i}.example, http: {{paths: [{}]}}}}]}}\n---\n",
+            rules.join(", ")
         );
     }
     y
@@ -143,8 +164,14 @@ fn zero_calls(sys: &System) -> Result<()> {
 
 /// One table row for a phase that took `wall` seconds over `n` Ingresses, with the Compute
 /// calls counted since the counters were zeroed (logged by method on stderr); also returns
-/// the mutating count.
-fn phase_row(sys: &System, n: usize, label: &str, wall: f64, per: &str) -> Result<(String, u64)> {
+/// the `(mutating, reading)` counts.
+fn phase_row(
+    sys: &System,
+    n: usize,
+    label: &str,
+    wall: f64,
+    per: &str,
+) -> Result<(String, (u64, u64))> {
     let (m, r) = calls(sys)?;
     eprintln!("converge: {label}: {}", calls_by_method(sys)?);
     let row = format!(
@@ -152,25 +179,31 @@ fn phase_row(sys: &System, n: usize, label: &str, wall: f64, per: &str) -> Resul
         m as f64 / n as f64,
         r as f64 / n as f64
     );
-    Ok((row, m))
+    Ok((row, (m, r)))
 }
 
 use first200::percentile;
 
-/// `operator: X.X CPU s, RSS Y MiB (peak Z MiB)` since `meter` started, for a table row.
-fn operator_cost(sys: &System, meter: &procstat::Meter) -> String {
+/// One phase's cost to the operator since `meter` started: the table cell
+/// `X.X CPU s, RSS Y MiB (peak Z), load A->B`, and `(CPU seconds, peak RSS MiB, load at the
+/// start, load at the end)`.
+fn operator_cost(sys: &System, meter: &procstat::Meter) -> (String, (f64, f64, f64, f64)) {
     let (_, cpu, _) = meter.stop();
     let pid = sys.operator.as_ref().map_or(0, |p| p.child.id());
     let (rss, peak) = procstat::rss_mib(pid);
     let (_, _, (load0, load1)) = meter.stop();
-    format!(
-        "{:.1} CPU s, RSS {rss:.0} MiB (peak {peak:.0}), load {load0:.1}->{load1:.1}",
-        cpu.first().map_or(0.0, |c| c.1)
+    let cpu = cpu.first().map_or(0.0, |c| c.1);
+    (
+        format!("{cpu:.1} CPU s, RSS {rss:.0} MiB (peak {peak:.0}), load {load0:.1}->{load1:.1}"),
+        (cpu, peak, load0, load1),
     )
 }
 
+/// Starts metering the operator; its peak RSS (`VmHWM`) is reset first, so each phase's peak
+/// is its own.
 fn operator_meter(sys: &System) -> procstat::Meter {
     let pid = sys.operator.as_ref().map_or(0, |p| p.child.id());
+    procstat::reset_peak_rss(pid);
     procstat::Meter::start(&[("operator", pid)])
 }
 
@@ -188,11 +221,20 @@ fn start_operator(sys: &mut System, args: &[&str]) -> Result<()> {
 
 fn main() -> Result<()> {
     let deadline = phase_deadline();
-    let n = env_usize("BENCH_INGRESSES", 100);
+    if let Some(glbc) = std::env::var_os("BENCH_GLBC") {
+        return glbc::side_by_side(std::path::Path::new(&glbc), deadline);
+    }
+    let sizes = sizes();
+    let n = sizes.iter().copied().max().unwrap_or(0);
     let pods = env_usize("BENCH_PODS", 0);
     let secrets = env_usize("BENCH_SECRETS", 0);
     let services = env_usize("BENCH_SERVICES", 5).max(1);
-    let services = if n > 0 { services.min(n) } else { services };
+    let paths = env_usize("BENCH_PATHS", 1).max(1);
+    let services = if n > 0 {
+        services.min(n * paths)
+    } else {
+        services
+    };
     let seq = env_usize("BENCH_FIRST200_SEQ", 20);
     let burst = env_usize("BENCH_FIRST200_BURST", 50);
     let slow = std::env::var("BENCH_SLOW_CLOUD").ok();
@@ -201,7 +243,7 @@ fn main() -> Result<()> {
     if let Some(w) = workers.as_deref() {
         operator_args.extend(["--workers", w]);
     }
-    eprintln!("converge: {n} Ingresses over {services} Services");
+    eprintln!("converge: {sizes:?} Ingresses, {paths} Services each, over {services} Services");
 
     let mut emulator_args = vec!["--port-map", "80=0,443=0"];
     if let Some(s) = slow.as_deref() {
@@ -220,7 +262,6 @@ fn main() -> Result<()> {
         );
     }
     start_operator(&mut sys, &operator_args)?;
-    let mut rows = Vec::new();
 
     // 0. Ingress created -> first 200.
     if seq + burst > 0 {
@@ -253,11 +294,92 @@ fn main() -> Result<()> {
         return Ok(());
     }
 
+    let workers_label = workers.as_deref().unwrap_or("default").to_string();
+    let mut sweep = Vec::new();
+    for &size in &sizes {
+        let figures = converge_size(&mut sys, size, services, paths, &operator_args, deadline)?;
+        println!();
+        println!(
+            "| operator convergence ({size} Ingresses x {paths} Services over {services}, {profile}, workers {workers_label}) | wall | per Ingress | mutating calls/Ingress | reading calls/Ingress | operator |"
+        );
+        println!("|---|---:|---:|---:|---:|---:|");
+        for row in &figures.rows {
+            println!("{row}");
+        }
+        println!();
+        println!(
+            "`firewalls.delete` calls while deleting {size} Ingresses: {}",
+            figures.firewall_deletes
+        );
+        sweep.push(figures);
+    }
+    let refused = sys.compute_get("_emulator/slow-cloud")?["refused"].clone();
+    if refused["writes"].as_u64().unwrap_or(0) + refused["reads"].as_u64().unwrap_or(0) > 0 {
+        println!("\nrefused by the rate quota (rateLimitExceeded): {refused}");
+    }
+    if sweep.len() > 1 {
+        let title = format!(
+            "{} Ingresses x {paths} Services, {pods} Pods, {secrets} Secrets, {profile}",
+            sizes
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join("/")
+        );
+        report_sweep(&title, &sweep)?;
+    }
+    Ok(())
+}
+
+/// `BENCH_SIZES` (comma-separated Ingress counts, e.g. `100,500,1000,2000`), else
+/// `BENCH_INGRESSES` (default 100; 0 skips convergence).
+fn sizes() -> Vec<usize> {
+    match std::env::var("BENCH_SIZES") {
+        Ok(list) => list
+            .split(',')
+            .filter_map(|v| v.trim().parse().ok())
+            .filter(|&v| v > 0)
+            .collect(),
+        Err(_) => Some(env_usize("BENCH_INGRESSES", 100))
+            .filter(|&v| v > 0)
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// One phase: wall seconds, `(mutating, reading)` calls, `(CPU s, peak RSS MiB, load at start,
+/// load at end)`.
+type Phase = (f64, (u64, u64), (f64, f64, f64, f64));
+
+/// What one size of the sweep measured.
+struct SizeFigures {
+    n: usize,
+    /// The three phases' table rows (apply, restart, delete).
+    rows: Vec<String>,
+    /// Per phase: wall seconds, `(mutating, reading)` calls, `(CPU s, peak RSS MiB, load at
+    /// start, load at end)`.
+    phases: Vec<Phase>,
+    firewall_deletes: u64,
+}
+
+/// Apply `n` Ingresses at once, restart the operator, delete them all: the three phases at one
+/// size, on the running system (the operator left running for the next size).
+fn converge_size(
+    sys: &mut System,
+    n: usize,
+    services: usize,
+    paths: usize,
+    operator_args: &[&str],
+    deadline: Duration,
+) -> Result<SizeFigures> {
+    let mut rows = Vec::new();
+    let mut phases = Vec::new();
     // 1. Apply every Ingress at once; note when each first shows an IP.
-    zero_calls(&sys)?;
-    let meter = operator_meter(&sys);
+    zero_calls(sys)?;
+    let meter = operator_meter(sys);
     let start = Instant::now();
-    sys.apply(&ingresses_yaml(n, services))?;
+    // Created by a kube client, 16 at a time: `kubectl apply` of 2000 takes minutes itself.
+    cluster::create_all(sys, &[ingresses_yaml(n, services, paths)])?;
     let mut first_ip: std::collections::BTreeMap<String, f64> = Default::default();
     let mut next_report = 30.0;
     while first_ip.len() < n {
@@ -270,7 +392,7 @@ fn main() -> Result<()> {
         }
         let t = start.elapsed().as_secs_f64();
         let poll = Instant::now();
-        for name in ingresses_with_ip(&sys)? {
+        for name in ingresses_with_ip(sys)? {
             first_ip.entry(name).or_insert(t);
         }
         // Listing N Ingresses with kubectl costs CPU that the measured processes share: poll
@@ -296,21 +418,22 @@ fn main() -> Result<()> {
         percentile(&times, 0.5),
         percentile(&times, 1.0)
     );
-    let mut costs = vec![operator_cost(&sys, &meter)];
-    let (row, _) = phase_row(
-        &sys,
+    let cost = operator_cost(sys, &meter);
+    let (row, calls0) = phase_row(
+        sys,
         n,
         &format!("apply {n} Ingresses -> every IP"),
         total,
         &per,
     )?;
-    rows.push(row);
+    rows.push(format!("{row} {} |", cost.0));
+    phases.push((total, calls0, cost.1));
 
     // Let the writes that settling triggers (NEG endpoints as Pods turn Ready) finish.
-    let mut before = calls(&sys)?;
+    let mut before = calls(sys)?;
     wait_for("Compute writes to stop", deadline, || {
         std::thread::sleep(Duration::from_secs(3));
-        let now = calls(&sys)?;
+        let now = calls(sys)?;
         let stable = now.0 == before.0;
         before = now;
         Ok(stable.then_some(()))
@@ -318,10 +441,10 @@ fn main() -> Result<()> {
 
     // 2. Restart the operator: it reconciles every Ingress once and must write nothing.
     sys.stop_operator();
-    zero_calls(&sys)?;
+    zero_calls(sys)?;
     let start = Instant::now();
-    start_operator(&mut sys, &operator_args)?;
-    let meter = operator_meter(&sys);
+    start_operator(sys, operator_args)?;
+    let meter = operator_meter(sys);
     let operator = sys.operator.as_ref().context("operator")?;
     operator.metrics_url()?;
     wait_for(
@@ -330,52 +453,96 @@ fn main() -> Result<()> {
         || Ok((operator.ok_syncs()? >= n as u64).then_some(())),
     )?;
     let resync = start.elapsed().as_secs_f64();
-    costs.push(operator_cost(&sys, &meter));
+    let cost = operator_cost(sys, &meter);
     let per = format!("{:.0} Ingresses/s", n as f64 / resync);
     let label = format!("operator restart -> {n} Ingresses resynced");
-    let (row, m) = phase_row(&sys, n, &label, resync, &per)?;
-    rows.push(row);
+    let (row, (m, r)) = phase_row(sys, n, &label, resync, &per)?;
+    rows.push(format!("{row} {} |", cost.0));
+    phases.push((resync, (m, r), cost.1));
     if m != 0 {
         eprintln!("converge: WARNING the restart resync sent {m} mutating Compute calls");
     }
 
     // 3. Delete every Ingress; wait until the emulator holds none of their resources.
-    zero_calls(&sys)?;
-    let meter = operator_meter(&sys);
+    zero_calls(sys)?;
+    let meter = operator_meter(sys);
     let start = Instant::now();
     sys.kubectl_ok(&["delete", "ingress", "--all", "--wait=false"])?;
     wait_for("every load balancer to be deleted", deadline, || {
         let maps = sys.compute_names("urlMaps")?;
-        let left = ingresses_left(&sys)?;
+        let left = ingresses_left(sys)?;
         let rules = sys.created_firewalls()?;
         Ok((maps.is_empty() && left == 0 && rules.is_empty()).then_some(()))
     })?;
     let cleanup = start.elapsed().as_secs_f64();
-    costs.push(operator_cost(&sys, &meter));
+    let cost = operator_cost(sys, &meter);
     let per = format!("{:.0} Ingresses/s", n as f64 / cleanup);
     let label = format!("delete {n} Ingresses -> no URL map or firewall rule left");
-    rows.push(phase_row(&sys, n, &label, cleanup, &per)?.0);
+    let (row, calls2) = phase_row(sys, n, &label, cleanup, &per)?;
+    rows.push(format!("{row} {} |", cost.0));
+    phases.push((cleanup, calls2, cost.1));
     // The one shared firewall rule must be deleted once, not once per Ingress (issue 28).
     let firewall_deletes = sys.compute_get("_emulator/calls")?["methods"]
         ["compute.firewalls.delete"]
         .as_u64()
         .unwrap_or(0);
 
-    println!();
-    println!(
-        "| operator convergence ({n} Ingresses, {services} Services, {profile}, workers {}) | wall | per Ingress | mutating calls/Ingress | reading calls/Ingress | operator |",
-        workers.as_deref().unwrap_or("default")
+    Ok(SizeFigures {
+        n,
+        rows,
+        phases,
+        firewall_deletes,
+    })
+}
+
+/// The sweep's summary: one row per size, printed and written to `BENCH_REPORT_DIR` (default
+/// `bench-report` beside the binaries, e.g. `target/debug/bench-report`) as `scale.md`, with
+/// the plot of convergence time and peak RSS against Ingress count as `scale.png` beside it;
+/// both paths are printed.
+fn report_sweep(title: &str, sweep: &[SizeFigures]) -> Result<()> {
+    let mut table = String::new();
+    let _ = writeln!(table, "{title}\n");
+    let _ = writeln!(
+        table,
+        "| Ingresses | converge | writes/Ingress | reads/Ingress | CPU s | peak RSS | restart resync | its writes | its reads/Ingress | delete all | its calls/Ingress (w+r) | load |"
     );
-    println!("|---|---:|---:|---:|---:|---:|");
-    for (row, cost) in rows.iter().zip(&costs) {
-        println!("{row} {cost} |");
+    let _ = writeln!(
+        table,
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
+    for f in sweep {
+        let per = |c: u64| c as f64 / f.n as f64;
+        let [(t0, (w0, r0), (cpu0, peak0, l0, _)), (t1, (w1, r1), (cpu1, peak1, _, _)), (t2, (w2, r2), (cpu2, peak2, _, l2))] =
+            f.phases[..]
+        else {
+            continue;
+        };
+        let _ = writeln!(
+            table,
+            "| {} | {t0:.1} s | {:.1} | {:.1} | {cpu0:.1} | {peak0:.0} MiB | {t1:.1} s ({cpu1:.1} CPU s, peak {peak1:.0} MiB) | {w1} | {:.1} | {t2:.1} s ({cpu2:.1} CPU s, peak {peak2:.0} MiB) | {:.1}+{:.1} | {l0:.1}->{l2:.1} |",
+            f.n,
+            per(w0),
+            per(r0),
+            per(r1),
+            per(w2),
+            per(r2),
+        );
     }
-    let refused = sys.compute_get("_emulator/slow-cloud")?["refused"].clone();
-    if refused["writes"].as_u64().unwrap_or(0) + refused["reads"].as_u64().unwrap_or(0) > 0 {
-        println!("\nrefused by the rate quota (rateLimitExceeded): {refused}");
-    }
-    println!();
-    println!("`firewalls.delete` calls while deleting {n} Ingresses: {firewall_deletes}");
+    println!("\n{table}");
+    let dir = match std::env::var_os("BENCH_REPORT_DIR") {
+        Some(d) => std::path::PathBuf::from(d),
+        None => bin("gclb-operator").with_file_name("bench-report"),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let report = dir.join("scale.md");
+    std::fs::write(&report, &table)?;
+    let png = dir.join("scale.png");
+    let points: Vec<plot::Point> = sweep
+        .iter()
+        .filter_map(|f| Some((f.n, f.phases.first()?.0, f.phases.first()?.2 .1)))
+        .collect();
+    plot::draw(&png, title, &points)?;
+    println!("report: {}\nplot: {}", report.display(), png.display());
     Ok(())
 }
 

@@ -74,3 +74,10 @@ impl Meter {
         )
     }
 }
+
+/// Resets `pid`'s peak resident set (`VmHWM`) to its current RSS (`echo 5 >
+/// /proc/PID/clear_refs`, Linux 4.0+, proc(5)), so the next [`rss_mib`] peak is of the time since.
+/// Best effort: without permission the peak stays the process's lifetime peak.
+pub fn reset_peak_rss(pid: u32) {
+    let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+}
