@@ -297,10 +297,23 @@ impl TranslateConfig {
 ///
 /// # Errors
 /// A [`TranslateError`] naming the Ingress, the field and the fix when the Ingress cannot be
-/// built (bad path, missing Service or port, unsupported backend, ...). Problems that do not
-/// stop the load balancer (path collisions, a missing TLS Secret) are returned as
-/// [`Finding`]s inside the result instead.
+/// built (bad path, missing Service or port, unsupported backend, ...), or asks for what its
+/// load balancing scheme does not accept (`ncp/use-regex` without `regexMatch`:
+/// [`ncp::refuse_unsupported_regex`]). Problems that do not stop the load balancer (path
+/// collisions, a missing TLS Secret) are returned as [`Finding`]s inside the result instead.
 pub fn translate_ingress(
+    snapshot: &ClusterSnapshot,
+    ingress: &Ingress,
+    config: &TranslateConfig,
+) -> Result<DesiredIngress, TranslateError> {
+    let desired = translate_for_class(snapshot, ingress, config)?;
+    ncp::refuse_unsupported_regex(ingress, &desired)?;
+    Ok(desired)
+}
+
+/// [`translate_ingress`] up to the load balancer of the Ingress's class (global, or regional
+/// by [`regional::regionalize`]), before the checks that depend on its load balancing scheme.
+fn translate_for_class(
     snapshot: &ClusterSnapshot,
     ingress: &Ingress,
     config: &TranslateConfig,
@@ -425,6 +438,8 @@ mod fuzz_tests;
 mod golden_tests;
 #[cfg(test)]
 mod invariants_tests;
+#[cfg(test)]
+mod ncp_regex_tests;
 #[cfg(test)]
 mod regional_tests;
 #[cfg(test)]

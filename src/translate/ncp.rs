@@ -6,7 +6,7 @@
 //! | --- | --- |
 //! | `ncp/http-redirect: "true"` | the HTTP proxy's URL map is a `defaultUrlRedirect` with `httpsRedirect` (301) |
 //! | `ingress.kubernetes.io/rewrite-target: /p` | `routeRules[].routeAction.urlRewrite.pathPrefixRewrite` |
-//! | `ncp/use-regex: "true"` | `routeRules[].matchRules[].regexMatch` for ImplementationSpecific paths; refused today: the classic (`EXTERNAL`) load balancer has no `regexMatch` ([`REGEX_SUPPORTED`]) |
+//! | `ncp/use-regex: "true"` | `routeRules[].matchRules[].regexMatch` for ImplementationSpecific paths, on load balancing schemes that accept it ([`regex_supported`]: the internal class `gce-internal`, regional `EXTERNAL_MANAGED`); refused with an Event on the classic (`EXTERNAL`) load balancer ([`refuse_unsupported_regex`]) |
 //! | `ncp/whitelist-source-range: a, b-c, d/n` | a Cloud Armor security policy (allow those `srcIpRanges`, deny(403) the rest) on the Ingress's backend services |
 //!
 //! NCP annotations the Compute API cannot express (`ncp/ssl-mode`, `ncp/jwt-*`), and keys of
@@ -21,22 +21,66 @@ use k8s_openapi::api::networking::v1::Ingress;
 use kube::ResourceExt;
 
 use super::annotations::get;
-use super::{namer, Finding, ObjectKey, TranslateConfig, TranslateError};
+use super::{namer, DesiredIngress, Finding, ObjectKey, TranslateConfig, TranslateError};
 
 /// Ingress: `"true"` redirects HTTP to HTTPS (needs TLS; wins over `allow-http: "false"`).
 pub const HTTP_REDIRECT: &str = "ncp/http-redirect";
-/// Ingress: `"true"` makes ImplementationSpecific paths whole-path regular expressions.
+/// Ingress: `"true"` makes ImplementationSpecific paths whole-path regular expressions
+/// (`url_map` module docs give NCP's semantics and where this project differs).
 pub const USE_REGEX: &str = "ncp/use-regex";
 /// Ingress: the path the backend sees instead of the matched path.
 pub const REWRITE_TARGET: &str = "ingress.kubernetes.io/rewrite-target";
 /// Ingress: comma-separated CIDRs, addresses and `a-b` address ranges allowed in.
 pub const WHITELIST_SOURCE_RANGE: &str = "ncp/whitelist-source-range";
 
-/// Whether the load balancers built accept `regexMatch`: the Compute API refuses it on the
-/// classic Application Load Balancer (`loadBalancingScheme: EXTERNAL`, the only scheme built
-/// today), so `ncp/use-regex: "true"` is refused; the translation to `regexMatch` in
-/// `url_map` is ready for `EXTERNAL_MANAGED`.
-pub const REGEX_SUPPORTED: bool = false;
+/// Whether a URL map of load balancing scheme `scheme` (a backend service's
+/// `loadBalancingScheme`; none is `EXTERNAL`) accepts `routeRules[].matchRules[].regexMatch`:
+/// "Regular expressions can only be used when the loadBalancingScheme is set to
+/// INTERNAL_SELF_MANAGED, EXTERNAL_MANAGED (regional scope) or INTERNAL_MANAGED" (Compute API
+/// reference, `HttpRouteRuleMatch.regexMatch`, urlMaps and regionUrlMaps). So: `INTERNAL_MANAGED`
+/// (the internal class, regional; cross-region internal, global) and `INTERNAL_SELF_MANAGED`
+/// at any scope, `EXTERNAL_MANAGED` only when `regional` (a `regionUrlMaps` URL map), never the
+/// classic `EXTERNAL` load balancer. A function of the scheme, not of the Ingress class, so
+/// every class built on an accepting scheme supports `ncp/use-regex`.
+pub fn regex_supported(scheme: &str, regional: bool) -> bool {
+    match scheme {
+        "INTERNAL_MANAGED" | "INTERNAL_SELF_MANAGED" => true,
+        "EXTERNAL_MANAGED" => regional,
+        _ => false,
+    }
+}
+
+/// Refuses `ncp/use-regex: "true"` when the load balancer `desired` is built on does not accept
+/// `regexMatch` ([`regex_supported`] of its backend services' scheme and its scope), whatever
+/// its paths: the annotation asks for regex semantics, and nothing is silently ignored. Runs
+/// after the Ingress is translated for its class, when the scheme is known.
+///
+/// # Errors
+/// [`TranslateError::InvalidAnnotation`] on `ncp/use-regex` naming the scheme and the fix.
+pub fn refuse_unsupported_regex(
+    ingress: &Ingress,
+    desired: &DesiredIngress,
+) -> Result<(), TranslateError> {
+    if !flag(ingress, USE_REGEX)? {
+        return Ok(());
+    }
+    let scheme = desired
+        .backends
+        .values()
+        .find_map(|b| b.backend_service.load_balancing_scheme.as_ref())
+        .map_or("EXTERNAL", |s| s.name().unwrap_or("EXTERNAL"));
+    let regional = desired.region.is_some();
+    if regex_supported(scheme, regional) {
+        return Ok(());
+    }
+    let reason = if scheme == "EXTERNAL" {
+        "routeRules[].matchRules[].regexMatch is not supported by the classic Application Load Balancer (loadBalancingScheme EXTERNAL) this Ingress class builds, so regex paths are refused; use Exact or Prefix paths, or the internal class (gce-internal), whose INTERNAL_MANAGED load balancer accepts regexMatch".to_owned()
+    } else {
+        let scope = if regional { "regional" } else { "global" };
+        format!("routeRules[].matchRules[].regexMatch is not supported by loadBalancingScheme {scheme} at {scope} scope (the Compute API accepts it on INTERNAL_MANAGED, INTERNAL_SELF_MANAGED and regional EXTERNAL_MANAGED), so regex paths are refused; use Exact or Prefix paths")
+    };
+    Err(invalid(ingress, USE_REGEX, reason))
+}
 
 /// Priority of the first allow rule of a whitelist security policy (1000, 1001, ...).
 pub const ALLOW_PRIORITY: i32 = 1000;
@@ -94,7 +138,8 @@ fn flag(ingress: &Ingress, key: &str) -> Result<bool, TranslateError> {
     }
 }
 
-/// Parses the NCP annotations of `ingress`.
+/// Parses the NCP annotations of `ingress` (whether the load balancer accepts what they ask
+/// for is checked once its scheme is known, e.g. [`refuse_unsupported_regex`]).
 ///
 /// # Errors
 /// A flag that is not `true`/`false`; a rewrite target that is not an absolute path or holds
@@ -123,17 +168,9 @@ pub fn options(ingress: &Ingress) -> Result<NcpOptions, TranslateError> {
         None => Vec::new(),
         Some(raw) => source_ranges(raw).map_err(|r| invalid(ingress, WHITELIST_SOURCE_RANGE, r))?,
     };
-    let use_regex = flag(ingress, USE_REGEX)?;
-    if use_regex && !REGEX_SUPPORTED {
-        return Err(invalid(
-            ingress,
-            USE_REGEX,
-            "routeRules[].matchRules[].regexMatch is not supported by the classic Application Load Balancer (loadBalancingScheme EXTERNAL) this operator builds, so regex paths are refused; use Exact or Prefix paths".to_owned(),
-        ));
-    }
     Ok(NcpOptions {
         http_redirect: flag(ingress, HTTP_REDIRECT)?,
-        use_regex,
+        use_regex: flag(ingress, USE_REGEX)?,
         rewrite_target,
         source_ranges,
     })

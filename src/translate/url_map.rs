@@ -19,15 +19,31 @@
 //! - Output is sorted (hosts, patterns), so the same Ingress gives the same URL map whatever
 //!   order its rules and paths are in.
 //! - pathMatcher names are `host` + a hash of the host (see [`namer::path_matcher`]).
-//! - NCP annotations ([`super::ncp`]): with `ncp/use-regex: "true"`, ImplementationSpecific
-//!   paths are whole-path regular expressions (`regexMatch`, RE2), tried after every exact and
-//!   prefix pattern of their host, longest expression first (NCP 3.0.2's order: Exact, Prefix,
-//!   then regex). Exact and Prefix paths keep their Kubernetes meaning: a Prefix `/foo` matches
-//!   `/foo` itself, which NCP's Prefix does not (Kubernetes wins: the same manifest means the same
-//!   under every conformant controller). `ingress.kubernetes.io/rewrite-target` gives every path
-//!   route a `urlRewrite.pathPrefixRewrite`: an exact pattern becomes the target, a prefix
-//!   pattern `/p/` becomes the target with a trailing `/`, so `/p/rest` reaches the backend as
-//!   `<target>/rest`. Both force `routeRules`, the only carrier of regexes and rewrites.
+//! - NCP annotations ([`super::ncp`]), reference 002: `ncp/use-regex: "true"` makes
+//!   ImplementationSpecific paths regular expressions (`regexMatch`, RE2 syntax), the Ingress
+//!   `path` only, never the host. As NCP: the expression must match the whole path (NCP adds
+//!   `^` and `$`; Compute's `regexMatch` is matched against the whole path, query and anchor
+//!   removed), and an omitted path means `/.*`. Precedence inside one host, NCP 3.0.2's order:
+//!   every Exact path, then Prefix paths longest first, then regex paths, longest expression
+//!   first ("the longest Ingress path wins"); first match wins (`routeRules` priorities).
+//!   Where this project differs from NCP, and why:
+//!   - Exact and Prefix paths keep their Kubernetes meaning under `use-regex`, and a Prefix
+//!     `/foo` matches `/foo` itself, which NCP's Prefix does not (Kubernetes wins: the same
+//!     manifest means the same under every conformant controller); ImplementationSpecific
+//!     without `use-regex` is GKE's GCE path pattern, not NCP's Exact.
+//!   - An expression with a top-level `|` (`/tea|/coffee`): NCP's textual `^/tea|/coffee$`
+//!     anchors only the first operand's start and the last one's end; here every operand must
+//!     match the whole path (Compute's whole-path match), which is what NCP's own advice,
+//!     parentheses (`/(tea|coffee)`), gives on both. Such a path gets a Warning.
+//!   - The host is chosen first (GCE `hostRules`): a request whose host has a rule is matched
+//!     against that host's paths only, never against rules without a host (NCP's second tier).
+//!   - Regular expressions need a load balancing scheme that accepts `regexMatch`
+//!     ([`super::ncp::regex_supported`]); the classic class refuses `use-regex` with an Event.
+//! - `ingress.kubernetes.io/rewrite-target` gives every path route a
+//!   `urlRewrite.pathPrefixRewrite`: an exact pattern becomes the target, a prefix pattern `/p/`
+//!   becomes the target with a trailing `/`, so `/p/rest` reaches the backend as
+//!   `<target>/rest`; with a regex path it is refused (no regex substitution in Compute). Both
+//!   force `routeRules`, the only carrier of regexes and rewrites.
 
 use std::collections::BTreeMap;
 
@@ -115,7 +131,7 @@ pub fn url_map<'a>(
             let regex = ncp.use_regex
                 && path_type.unwrap_or("ImplementationSpecific") == "ImplementationSpecific";
             let gce = if regex {
-                regex_pattern(&key, &field, path.path.as_deref(), ncp)?
+                regex_pattern(&key, &field, path.path.as_deref(), ncp, &mut findings)?
             } else {
                 gce_paths(path_type, path.path.as_deref()).map_err(|e| match e {
                     PathError::Invalid(reason) => TranslateError::InvalidPath {
@@ -254,28 +270,31 @@ fn needs_route_rules(routes: &BTreeMap<String, String>) -> bool {
 /// Marks a pattern key that is a regular expression (GCE patterns always start with `/`).
 const REGEX_MARK: char = '~';
 
+/// NCP's meaning of an omitted `ncp/use-regex` path: every path (reference 002).
+pub const REGEX_ANY_PATH: &str = "/.*";
+
 /// The pattern key of an ImplementationSpecific path under `ncp/use-regex`: the path as a
-/// regular expression, checked to compile (RE2 syntax; the data plane anchors it at both ends).
+/// regular expression ([`REGEX_ANY_PATH`] when omitted), checked to compile (RE2 syntax; it
+/// must match the whole path), with a Warning in `findings` when a top-level `|` makes NCP's
+/// textual `^...$` anchoring mean something else (module docs).
 ///
 /// # Errors
-/// An empty path, an expression that does not compile, or a rewrite target beside it (Compute's
+/// An expression that does not compile, or a rewrite target beside it (Compute's
 /// `pathPrefixRewrite` replaces a matched prefix; a regex route has none).
 fn regex_pattern(
     key: &ObjectKey,
     field: &str,
     path: Option<&str>,
     ncp: &NcpOptions,
+    findings: &mut Vec<Finding>,
 ) -> Result<Vec<String>, TranslateError> {
-    let path = path.unwrap_or_default();
+    let path = path.filter(|p| !p.is_empty()).unwrap_or(REGEX_ANY_PATH);
     let bad = |reason: String| TranslateError::InvalidPath {
         ingress: key.to_string(),
         field: format!("{field}.path"),
         path: path.to_owned(),
         reason,
     };
-    if path.is_empty() {
-        return Err(bad("an ncp/use-regex path must not be empty".to_owned()));
-    }
     if let Err(e) = regex::Regex::new(&format!("^(?:{path})$")) {
         return Err(bad(format!(
             "not a regular expression (ncp/use-regex): {e}"
@@ -287,6 +306,17 @@ fn regex_pattern(
             object: key.to_string(),
             annotation: REWRITE_TARGET.to_owned(),
             reason: format!("{field} is an ncp/use-regex path; the Compute API's urlRewrite.pathPrefixRewrite rewrites prefix and full-path matches only, so a rewrite of a regex route is refused; use Prefix or Exact paths with the rewrite"),
+        });
+    }
+    let top_level_alternation = matches!(
+        regex_syntax::ast::parse::Parser::new().parse(path),
+        Ok(regex_syntax::ast::Ast::Alternation(_))
+    );
+    if top_level_alternation {
+        findings.push(Finding {
+            warning: true,
+            reason: "Translate".to_owned(),
+            message: format!("Ingress {key}: {field}.path {path:?} (ncp/use-regex) has a top-level '|': here every alternative must match the whole path, while NCP's '^{path}$' anchors only the first alternative's start and the last one's end. Write it with parentheses, as NCP advises (for example /(tea|coffee)), to mean the same under both"),
         });
     }
     Ok(vec![format!("{REGEX_MARK}{path}")])
