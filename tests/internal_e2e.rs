@@ -128,29 +128,22 @@ fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> 
         .as_str()
         .ok_or_else(|| anyhow!("no url-map annotation: {ing}"))?
         .to_string();
-    let listed: Value = serde_json::from_str(&gcloud(
-        &sys,
-        &format!("gcloud compute url-maps list --regions={REGION} --format=json"),
-    )?)?;
+    let listed: Value = serde_json::from_str(&sys.gcloud(&format!(
+        "gcloud compute url-maps list --regions={REGION} --format=json"
+    ))?)?;
     assert!(listed.to_string().contains(&um), "{listed}");
     let rule_name = um.replacen("-um-", "-fr-", 1);
-    let rule: Value = serde_json::from_str(&gcloud(
-        &sys,
-        &format!(
-            "gcloud compute forwarding-rules describe {rule_name} --region={REGION} --format=json"
-        ),
-    )?)?;
+    let rule: Value = serde_json::from_str(&sys.gcloud(&format!(
+        "gcloud compute forwarding-rules describe {rule_name} --region={REGION} --format=json"
+    ))?)?;
     assert_eq!(rule["loadBalancingScheme"], "INTERNAL_MANAGED", "{rule}");
     assert_eq!(rule["IPAddress"], ip.as_str());
     let backends = sys.regional_names("backendServices")?;
     assert_eq!(backends.len(), 2, "{backends:?}");
-    let bs: Value = serde_json::from_str(&gcloud(
-        &sys,
-        &format!(
-            "gcloud compute backend-services describe {} --region={REGION} --format=json",
-            backends[0]
-        ),
-    )?)?;
+    let bs: Value = serde_json::from_str(&sys.gcloud(&format!(
+        "gcloud compute backend-services describe {} --region={REGION} --format=json",
+        backends[0]
+    ))?)?;
     assert_eq!(bs["loadBalancingScheme"], "INTERNAL_MANAGED", "{bs}");
     let negs = sys.neg_names()?;
     for b in &backends {
