@@ -64,14 +64,7 @@ fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> 
 
     // 1. No proxy-only subnet: a Warning with the command, and nothing regional was created.
     let external = sys.wait_for_ingress_socket("default", "my-ingress")?;
-    let fix = sys.warned_command("internal", "proxy-only subnet")?;
-    assert!(
-        fix.starts_with("gcloud compute networks subnets create ")
-            && fix.contains("--purpose=REGIONAL_MANAGED_PROXY --role=ACTIVE --region=us-central1 --network=default"),
-        "{fix}"
-    );
-    assert_eq!(sys.all_regional()?, Vec::<String>::new());
-    sys.gcloud(&fix)?;
+    sys.fix_missing_proxy_only_subnet("internal")?;
 
     // 2. The next sync builds it; the firewall does not admit the proxies yet.
     let ip = sys.wait_for_ingress_ip("default", "internal")?;
@@ -203,15 +196,7 @@ fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> 
 
     // 6. Deleting the internal Ingress leaves the external one serving and nothing regional.
     sys.kubectl_ok(&["delete", "ingress", "internal", "--wait=true"])?;
-    wait_for("no regional resource", DEADLINE, || {
-        let left = sys.all_regional()?;
-        if left.is_empty() {
-            Ok(Some(()))
-        } else {
-            Err(anyhow!("left: {left:?}"))
-        }
-    })
-    .with_context(|| sys.logs())?;
+    sys.wait_for_nothing_regional(false)?;
     sys.wait_for_response(&external, HOST, "/products", 200, "products-")?;
     for b in &backends {
         assert!(
@@ -226,35 +211,14 @@ fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> 
     let internal = sys.wait_for_listener(&ip, 80)?;
     sys.wait_for_response(&internal, HOST, "/products", 200, "products-")?;
     sys.kubectl_ok(&["delete", "ingress", "my-ingress", "--wait=true"])?;
-    wait_for("the global load balancer gone", DEADLINE, || {
-        let left = [
-            sys.compute_names("urlMaps")?,
-            sys.compute_names("backendServices")?,
-        ]
-        .concat();
-        if left.is_empty() {
-            Ok(Some(()))
-        } else {
-            Err(anyhow!("left: {left:?}"))
-        }
-    })
-    .with_context(|| sys.logs())?;
+    sys.wait_for_no_global_lb()?;
     sys.wait_for_response(&internal, HOST, "/products", 200, "products-")?;
     sys.wait_for_response(&internal, HOST, "/other", 200, "discounted-products-")?;
     assert_eq!(sys.regional_names("backendServices")?, backends);
 
     // 8. With both gone nothing regional and no NEG is left.
     sys.kubectl_ok(&["delete", "ingress", "internal", "--wait=true"])?;
-    wait_for("no regional resource and no NEG", DEADLINE, || {
-        let left = sys.all_regional()?;
-        let negs = sys.neg_names()?;
-        if left.is_empty() && negs.is_empty() {
-            Ok(Some(()))
-        } else {
-            Err(anyhow!("left: {left:?}, NEGs {negs:?}"))
-        }
-    })
-    .with_context(|| sys.logs())?;
+    sys.wait_for_nothing_regional(true)?;
     sys.stop_operator();
     Ok(())
 }

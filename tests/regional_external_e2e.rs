@@ -17,7 +17,7 @@
 
 mod support;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use serde_json::Value;
 use support::regional::REGION;
 use support::*;
@@ -50,19 +50,6 @@ fn ingress_ip(sys: &System) -> Result<Option<String>> {
         .map(str::to_string))
 }
 
-fn wait_for_nothing_regional(sys: &System, negs_too: bool) -> Result<()> {
-    wait_for("no regional resource", DEADLINE, || {
-        let left = sys.all_regional()?;
-        let negs = if negs_too { sys.neg_names()? } else { vec![] };
-        if left.is_empty() && negs.is_empty() {
-            Ok(Some(()))
-        } else {
-            Err(anyhow!("left: {left:?}, NEGs {negs:?}"))
-        }
-    })
-    .with_context(|| sys.logs())
-}
-
 #[test]
 fn regional_external_ingress_beside_a_global_one_on_the_same_services() -> Result<()> {
     let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
@@ -72,14 +59,7 @@ fn regional_external_ingress_beside_a_global_one_on_the_same_services() -> Resul
 
     // 1. No proxy-only subnet: a Warning with the command, and nothing regional was created.
     let external = sys.wait_for_ingress_socket("default", "my-ingress")?;
-    let fix = sys.warned_command("regional", "proxy-only subnet")?;
-    assert!(
-        fix.starts_with("gcloud compute networks subnets create ")
-            && fix.contains("--purpose=REGIONAL_MANAGED_PROXY --role=ACTIVE --region=us-central1"),
-        "{fix}"
-    );
-    assert_eq!(sys.all_regional()?, Vec::<String>::new());
-    sys.gcloud(&fix)?;
+    sys.fix_missing_proxy_only_subnet("regional")?;
 
     // 2. The next sync builds it on an external address of the loopback range, served as is.
     let ip = sys.wait_for_ingress_ip("default", "regional")?;
@@ -154,7 +134,7 @@ fn regional_external_ingress_beside_a_global_one_on_the_same_services() -> Resul
 
     // 5. Deleting the regional Ingress leaves the global one serving and nothing regional.
     sys.kubectl_ok(&["delete", "ingress", "regional", "--wait=true"])?;
-    wait_for_nothing_regional(&sys, false)?;
+    sys.wait_for_nothing_regional(false)?;
     sys.wait_for_response(&external, HOST, "/products", 200, "products-")?;
 
     // 6. Built again, then deleting the global Ingress leaves the regional one serving.
@@ -162,25 +142,13 @@ fn regional_external_ingress_beside_a_global_one_on_the_same_services() -> Resul
     let ip = sys.wait_for_ingress_ip("default", "regional")?;
     let regional = sys.wait_for_listener(&ip, 80)?;
     sys.kubectl_ok(&["delete", "ingress", "my-ingress", "--wait=true"])?;
-    wait_for("the global load balancer gone", DEADLINE, || {
-        let left = [
-            sys.compute_names("urlMaps")?,
-            sys.compute_names("backendServices")?,
-        ]
-        .concat();
-        if left.is_empty() {
-            Ok(Some(()))
-        } else {
-            Err(anyhow!("left: {left:?}"))
-        }
-    })
-    .with_context(|| sys.logs())?;
+    sys.wait_for_no_global_lb()?;
     sys.wait_for_response(&regional, HOST, "/products", 200, "products-")?;
     sys.wait_for_response(&regional, HOST, "/other", 200, "discounted-products-")?;
 
     // 7. With both gone nothing regional and no NEG is left.
     sys.kubectl_ok(&["delete", "ingress", "regional", "--wait=true"])?;
-    wait_for_nothing_regional(&sys, true)?;
+    sys.wait_for_nothing_regional(true)?;
     sys.stop_operator();
     Ok(())
 }

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 use super::{item_names, wait_for, System, DEADLINE, PROJECT};
 
@@ -79,6 +79,53 @@ impl System {
                 .iter()
                 .filter(|e| e.starts_with("Warning") && e.contains(needle))
                 .find_map(|e| e.split('`').nth(1).map(str::to_string)))
+        })
+        .with_context(|| self.logs())
+    }
+
+    /// Step one of the regional tests: without a proxy-only subnet, Ingress `default/{ingress}`
+    /// gets a Warning with the command that creates it and nothing regional exists; the command
+    /// is then run with gcloud.
+    pub fn fix_missing_proxy_only_subnet(&self, ingress: &str) -> Result<()> {
+        let fix = self.warned_command(ingress, "proxy-only subnet")?;
+        assert!(
+            fix.starts_with("gcloud compute networks subnets create ")
+                && fix.contains(&format!(
+                    "--purpose=REGIONAL_MANAGED_PROXY --role=ACTIVE --region={REGION} --network=default"
+                )),
+            "{fix}"
+        );
+        assert_eq!(self.all_regional()?, Vec::<String>::new());
+        self.gcloud(&fix).map(drop)
+    }
+
+    /// Waits until no regional resource (and with `negs_too`, no NEG) is left.
+    pub fn wait_for_nothing_regional(&self, negs_too: bool) -> Result<()> {
+        wait_for("no regional resource", DEADLINE, || {
+            let left = self.all_regional()?;
+            let negs = if negs_too { self.neg_names()? } else { vec![] };
+            if left.is_empty() && negs.is_empty() {
+                Ok(Some(()))
+            } else {
+                Err(anyhow!("left: {left:?}, NEGs {negs:?}"))
+            }
+        })
+        .with_context(|| self.logs())
+    }
+
+    /// Waits until the global load balancer's URL maps and backend services are gone.
+    pub fn wait_for_no_global_lb(&self) -> Result<()> {
+        wait_for("the global load balancer gone", DEADLINE, || {
+            let left = [
+                self.compute_names("urlMaps")?,
+                self.compute_names("backendServices")?,
+            ]
+            .concat();
+            if left.is_empty() {
+                Ok(Some(()))
+            } else {
+                Err(anyhow!("left: {left:?}"))
+            }
         })
         .with_context(|| self.logs())
     }
