@@ -72,15 +72,19 @@ struct RunArgs {
     /// network's subnetwork of each zone.
     #[arg(long)]
     subnetwork: Option<String>,
-    /// Region of the internal load balancers (class `gce-internal`; docs/
-    /// internal-load-balancers.md). Default: the region of the NEG zones (`--zone`, else the
-    /// Nodes' zones).
+    /// Region of the internal and regional external load balancers (classes `gce-internal`,
+    /// `gce-regional-external`; docs/internal-load-balancers.md). Default: the region of the
+    /// NEG zones (`--zone`, else the Nodes' zones).
     #[arg(long, env = "GCLB_REGION")]
     region: Option<String>,
     /// Class of the internal load balancers (annotation `kubernetes.io/ingress.class` or
     /// IngressClass name). Default: `gce-internal` with --takeover, else `gclb-internal`.
     #[arg(long, env = "GCLB_INTERNAL_INGRESS_CLASS")]
     internal_ingress_class: Option<String>,
+    /// Class of the regional external load balancers (EXTERNAL_MANAGED, regional resources).
+    /// Default: `gce-regional-external` with --takeover, else `gclb-regional-external`.
+    #[arg(long, env = "GCLB_REGIONAL_EXTERNAL_INGRESS_CLASS")]
+    regional_external_ingress_class: Option<String>,
     /// Cluster name (informational).
     #[arg(long, env = "GCLB_CLUSTER_NAME")]
     cluster_name: String,
@@ -393,6 +397,9 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     translate.region = args.region.clone();
     if let Some(class) = &args.internal_ingress_class {
         translate.internal_class = class.clone();
+    }
+    if let Some(class) = &args.regional_external_ingress_class {
+        translate.regional_external_class = class.clone();
     }
     let default_backend = args
         .default_backend_service

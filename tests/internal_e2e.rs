@@ -9,29 +9,22 @@
 //!   requests fail until it is run;
 //! - real HTTP reaches both Services through the internal address's loopback mapping;
 //! - gcloud lists and describes the regional resources;
+//! - with a `spec.tls` Secret and `kubernetes.io/ingress.regional-static-ip-name` naming an
+//!   address not yet reserved, a Warning names the annotation and the gcloud command; once it
+//!   is run, HTTP and HTTPS share that address, and HTTPS verifies the Secret's certificate
+//!   (a regional SSL certificate on the regional target HTTPS proxy);
 //! - deleting either Ingress leaves the other serving; with both gone no regional resource (in
 //!   any regional collection) and no NEG remains.
 
 mod support;
 
-use std::process::Command;
-
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use serde_json::Value;
+use support::regional::REGION;
+use support::tls::{https_get_with, self_signed, trusting};
 use support::*;
 
-const REGION: &str = "us-central1";
 const HOST: &str = "your-store.example";
-/// Every regional collection an internal load balancer uses.
-const REGIONAL: &[&str] = &[
-    "forwardingRules",
-    "targetHttpProxies",
-    "targetHttpsProxies",
-    "urlMaps",
-    "sslCertificates",
-    "backendServices",
-    "healthChecks",
-];
 
 const INTERNAL: &str = r#"
 apiVersion: networking.k8s.io/v1
@@ -52,64 +45,6 @@ spec:
         backend: {service: {name: my-products, port: {number: 60000}}}
 "#;
 
-/// Runs `shell_command` (a gcloud command line) with gcloud aimed at the emulator.
-fn gcloud(sys: &System, shell_command: &str) -> Result<String> {
-    let cfg = sys.dir.path().join("gcloud");
-    std::fs::create_dir_all(&cfg)?;
-    let token_file = cfg.join("token.txt");
-    std::fs::write(&token_file, "internal-e2e-token")?;
-    let out = Command::new("bash")
-        .args(["-c", shell_command])
-        .env("CLOUDSDK_CONFIG", &cfg)
-        .env("CLOUDSDK_CORE_PROJECT", PROJECT)
-        .env("CLOUDSDK_CORE_DISABLE_PROMPTS", "1")
-        .env("CLOUDSDK_CORE_DISABLE_USAGE_REPORTING", "true")
-        .env("CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK", "true")
-        .env("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", &token_file)
-        .env(
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
-            format!("{}compute/v1/", sys.compute_url),
-        )
-        .output()
-        .context("running gcloud (installed by make deps)")?;
-    if !out.status.success() {
-        bail!("{shell_command}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Names in one regional collection of the test project.
-fn regional_names(sys: &System, collection: &str) -> Result<Vec<String>> {
-    let list = sys.compute_get(&format!(
-        "compute/v1/projects/{PROJECT}/regions/{REGION}/{collection}"
-    ))?;
-    Ok(item_names(&list))
-}
-
-fn all_regional(sys: &System) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    for c in REGIONAL {
-        out.extend(
-            regional_names(sys, c)?
-                .into_iter()
-                .map(|n| format!("{c}/{n}")),
-        );
-    }
-    Ok(out)
-}
-
-/// The command between backticks of the first Warning on `internal` containing `needle`.
-fn warned_command(sys: &System, needle: &str) -> Result<String> {
-    wait_for(&format!("a Warning with {needle:?}"), DEADLINE, || {
-        let events = sys.events_for("default", "Ingress", "internal")?;
-        Ok(events
-            .iter()
-            .filter(|e| e.starts_with("Warning") && e.contains(needle))
-            .find_map(|e| e.split('`').nth(1).map(str::to_string)))
-    })
-    .with_context(|| sys.logs())
-}
-
 #[test]
 fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> {
     let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
@@ -129,14 +64,7 @@ fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> 
 
     // 1. No proxy-only subnet: a Warning with the command, and nothing regional was created.
     let external = sys.wait_for_ingress_socket("default", "my-ingress")?;
-    let fix = warned_command(&sys, "proxy-only subnet")?;
-    assert!(
-        fix.starts_with("gcloud compute networks subnets create ")
-            && fix.contains("--purpose=REGIONAL_MANAGED_PROXY --role=ACTIVE --region=us-central1 --network=default"),
-        "{fix}"
-    );
-    assert_eq!(all_regional(&sys)?, Vec::<String>::new());
-    gcloud(&sys, &fix)?;
+    sys.fix_missing_proxy_only_subnet("internal")?;
 
     // 2. The next sync builds it; the firewall does not admit the proxies yet.
     let ip = sys.wait_for_ingress_ip("default", "internal")?;
@@ -146,7 +74,7 @@ fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> 
         internal.starts_with("127.65.2."),
         "loopback of {ip}: {internal}"
     );
-    let firewall = warned_command(&sys, "proxy-only subnet proxy-only-us-central1")?;
+    let firewall = sys.warned_command("internal", "proxy-only subnet proxy-only-us-central1")?;
     assert!(
         firewall.starts_with("gcloud compute firewall-rules create ")
             && firewall.contains("--source-ranges=10.129.0.0/23"),
@@ -175,7 +103,7 @@ fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> 
     .with_context(|| sys.logs())?;
     let (status, _) = sys.http_get(&internal, HOST, "/products")?;
     assert_eq!(status, 502, "the firewall does not admit the proxies yet");
-    gcloud(&sys, &firewall)?;
+    sys.gcloud(&firewall)?;
 
     // 3. Both Services through the internal address; the external one still serves.
     let products = sys.wait_for_response(&internal, HOST, "/products", 200, "\"pod\"")?;
@@ -193,29 +121,22 @@ fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> 
         .as_str()
         .ok_or_else(|| anyhow!("no url-map annotation: {ing}"))?
         .to_string();
-    let listed: Value = serde_json::from_str(&gcloud(
-        &sys,
-        &format!("gcloud compute url-maps list --regions={REGION} --format=json"),
-    )?)?;
+    let listed: Value = serde_json::from_str(&sys.gcloud(&format!(
+        "gcloud compute url-maps list --regions={REGION} --format=json"
+    ))?)?;
     assert!(listed.to_string().contains(&um), "{listed}");
     let rule_name = um.replacen("-um-", "-fr-", 1);
-    let rule: Value = serde_json::from_str(&gcloud(
-        &sys,
-        &format!(
-            "gcloud compute forwarding-rules describe {rule_name} --region={REGION} --format=json"
-        ),
-    )?)?;
+    let rule: Value = serde_json::from_str(&sys.gcloud(&format!(
+        "gcloud compute forwarding-rules describe {rule_name} --region={REGION} --format=json"
+    ))?)?;
     assert_eq!(rule["loadBalancingScheme"], "INTERNAL_MANAGED", "{rule}");
     assert_eq!(rule["IPAddress"], ip.as_str());
-    let backends = regional_names(&sys, "backendServices")?;
+    let backends = sys.regional_names("backendServices")?;
     assert_eq!(backends.len(), 2, "{backends:?}");
-    let bs: Value = serde_json::from_str(&gcloud(
-        &sys,
-        &format!(
-            "gcloud compute backend-services describe {} --region={REGION} --format=json",
-            backends[0]
-        ),
-    )?)?;
+    let bs: Value = serde_json::from_str(&sys.gcloud(&format!(
+        "gcloud compute backend-services describe {} --region={REGION} --format=json",
+        backends[0]
+    ))?)?;
     assert_eq!(bs["loadBalancingScheme"], "INTERNAL_MANAGED", "{bs}");
     let negs = sys.neg_names()?;
     for b in &backends {
@@ -225,17 +146,57 @@ fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> 
         );
     }
 
-    // 5. Deleting the internal Ingress leaves the external one serving and nothing regional.
-    sys.kubectl_ok(&["delete", "ingress", "internal", "--wait=true"])?;
-    wait_for("no regional resource", DEADLINE, || {
-        let left = all_regional(&sys)?;
-        if left.is_empty() {
-            Ok(Some(()))
-        } else {
-            Err(anyhow!("left: {left:?}"))
-        }
+    // 5. HTTPS from a spec.tls Secret on a reserved internal address the annotation names:
+    //    first a Warning with the command that reserves it, then both protocols on it.
+    let (cert, key, _) = self_signed(HOST)?;
+    let pem = sys.dir.path().join("internal-tls");
+    std::fs::create_dir_all(&pem)?;
+    std::fs::write(pem.join("tls.crt"), &cert)?;
+    std::fs::write(pem.join("tls.key"), &key)?;
+    sys.kubectl_ok(&[
+        "create",
+        "secret",
+        "tls",
+        "internal-tls",
+        &format!("--cert={}", pem.join("tls.crt").display()),
+        &format!("--key={}", pem.join("tls.key").display()),
+    ])?;
+    sys.apply(&INTERNAL.replace(
+        "    kubernetes.io/ingress.class: gce-internal\nspec:\n",
+        "    kubernetes.io/ingress.class: gce-internal\n    kubernetes.io/ingress.regional-static-ip-name: internal-vip\nspec:\n  tls:\n  - secretName: internal-tls\n",
+    ))?;
+    let reserve =
+        sys.warned_command("internal", "kubernetes.io/ingress.regional-static-ip-name")?;
+    assert_eq!(
+        reserve,
+        format!("gcloud compute addresses create internal-vip --region={REGION} --subnet=nodes --purpose=SHARED_LOADBALANCER_VIP")
+    );
+    sys.gcloud(&reserve)?;
+    let vip: Value = serde_json::from_str(&sys.gcloud(&format!(
+        "gcloud compute addresses describe internal-vip --region={REGION} --format=json"
+    ))?)?;
+    let vip = vip["address"].as_str().unwrap_or_default().to_string();
+    assert!(vip.starts_with("10.1.2.") && vip != ip, "{vip} (was {ip})");
+    wait_for("the Ingress on the reserved address", DEADLINE, || {
+        let ing = sys.get_json(&["ingress", "internal"])?;
+        Ok((ing["status"]["loadBalancer"]["ingress"][0]["ip"] == vip.as_str()).then_some(()))
     })
     .with_context(|| sys.logs())?;
+    let secure = sys.wait_for_listener(&vip, 443)?;
+    let verified = trusting(&cert)?;
+    let response = wait_for("HTTPS through the internal address", DEADLINE, || {
+        let r = https_get_with(verified.clone(), &secure, HOST, "/products");
+        Ok(r.ok().filter(|r| r.starts_with("HTTP/1.1 200")))
+    })
+    .with_context(|| sys.logs())?;
+    assert!(response.contains("products-"), "{response}");
+    assert_eq!(sys.regional_names("sslCertificates")?.len(), 1);
+    let plain = sys.wait_for_listener(&vip, 80)?;
+    sys.wait_for_response(&plain, HOST, "/products", 200, "products-")?;
+
+    // 6. Deleting the internal Ingress leaves the external one serving and nothing regional.
+    sys.kubectl_ok(&["delete", "ingress", "internal", "--wait=true"])?;
+    sys.wait_for_nothing_regional(false)?;
     sys.wait_for_response(&external, HOST, "/products", 200, "products-")?;
     for b in &backends {
         assert!(
@@ -244,41 +205,20 @@ fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> 
         );
     }
 
-    // 6. Built again, then deleting the external Ingress leaves the internal one serving.
+    // 7. Built again, then deleting the external Ingress leaves the internal one serving.
     sys.apply(INTERNAL)?;
     let ip = sys.wait_for_ingress_ip("default", "internal")?;
     let internal = sys.wait_for_listener(&ip, 80)?;
     sys.wait_for_response(&internal, HOST, "/products", 200, "products-")?;
     sys.kubectl_ok(&["delete", "ingress", "my-ingress", "--wait=true"])?;
-    wait_for("the global load balancer gone", DEADLINE, || {
-        let left = [
-            sys.compute_names("urlMaps")?,
-            sys.compute_names("backendServices")?,
-        ]
-        .concat();
-        if left.is_empty() {
-            Ok(Some(()))
-        } else {
-            Err(anyhow!("left: {left:?}"))
-        }
-    })
-    .with_context(|| sys.logs())?;
+    sys.wait_for_no_global_lb()?;
     sys.wait_for_response(&internal, HOST, "/products", 200, "products-")?;
     sys.wait_for_response(&internal, HOST, "/other", 200, "discounted-products-")?;
-    assert_eq!(regional_names(&sys, "backendServices")?, backends);
+    assert_eq!(sys.regional_names("backendServices")?, backends);
 
-    // 7. With both gone nothing regional and no NEG is left.
+    // 8. With both gone nothing regional and no NEG is left.
     sys.kubectl_ok(&["delete", "ingress", "internal", "--wait=true"])?;
-    wait_for("no regional resource and no NEG", DEADLINE, || {
-        let left = all_regional(&sys)?;
-        let negs = sys.neg_names()?;
-        if left.is_empty() && negs.is_empty() {
-            Ok(Some(()))
-        } else {
-            Err(anyhow!("left: {left:?}, NEGs {negs:?}"))
-        }
-    })
-    .with_context(|| sys.logs())?;
+    sys.wait_for_nothing_regional(true)?;
     sys.stop_operator();
     Ok(())
 }

@@ -117,6 +117,7 @@ struct Clients {
     region_target_https_proxies: gc::RegionTargetHttpsProxies,
     region_ssl_certificates: gc::RegionSslCertificates,
     forwarding_rules: gc::ForwardingRules,
+    addresses: gc::Addresses,
     subnetworks: gc::Subnetworks,
     region_operations: gc::RegionOperations,
 }
@@ -192,6 +193,7 @@ impl Compute {
             region_target_https_proxies: build_client!(RegionTargetHttpsProxies, config, creds),
             region_ssl_certificates: build_client!(RegionSslCertificates, config, creds),
             forwarding_rules: build_client!(ForwardingRules, config, creds),
+            addresses: build_client!(Addresses, config, creds),
             subnetworks: build_client!(Subnetworks, config, creds),
             region_operations: build_client!(RegionOperations, config, creds),
         };

@@ -1,7 +1,7 @@
 //! Typed calls on the regional collections of the regional Application Load Balancers
 //! (Compute API v1 reference: `regionUrlMaps`, `regionBackendServices`, `regionHealthChecks`,
 //! `regionTargetHttpProxies`, `regionTargetHttpsProxies`, `regionSslCertificates`,
-//! `forwardingRules`, `subnetworks`). Each takes the region as its first argument; mutations
+//! `forwardingRules`, `addresses`, `subnetworks`). Each takes the region as its first argument; mutations
 //! wait for their regional Operation (`regionOperations.wait`). Same conventions as the global
 //! calls: `get_*` gives `Ok(None)` on 404, `delete_*` gives `Ok(false)` when already gone.
 
@@ -177,6 +177,11 @@ impl Compute {
     regional_verb!(set_region_forwarding_rule_target, client: forwarding_rules,
         verb: set_target, api: "forwardingRules.setTarget", setter: set_forwarding_rule,
         body: model::TargetReference);
+
+    // Reserved regional addresses: the `kubernetes.io/ingress.regional-static-ip-name` lookup.
+    regional_crud!(client: addresses, model: Address, api: "addresses", setter: set_address,
+        get: get_region_address, insert: insert_region_address,
+        delete: delete_region_address, list: list_region_addresses);
 
     /// `compute.regionBackendServices.getHealth` for one backend group (a NEG reference).
     pub async fn get_region_backend_service_health(

@@ -18,7 +18,7 @@ use crate::sync::gc::{collect_garbage, LiveSet};
 use crate::sync::ingress::BackendLocks;
 use crate::sync::{Changes, SyncError};
 use crate::translate::namer::FrontendNamer;
-use crate::translate::regional::is_internal;
+use crate::translate::regional::is_regional;
 use crate::translate::{owns_ingress, translate_ingress, ClusterSnapshot, ObjectKey};
 
 /// Everything a reconcile needs; shared by all workers.
@@ -175,10 +175,10 @@ impl Context {
         };
         for ingress in self.live_ingresses(snapshot, exclude) {
             let namer = self.namer(ingress);
-            // An internal Ingress's frontend and backend services are regional (its live set
+            // A regional Ingress's frontend and backend services are regional (its live set
             // is `regional_live_set`); its NEGs are zonal and shared, so they count here.
-            let internal = is_internal(snapshot, ingress, t);
-            if !internal {
+            let regional = is_regional(snapshot, ingress, t);
+            if !regional {
                 live.frontends.insert(namer.lb_name().to_string());
                 if namer.version() == crate::translate::namer::FrontendVersion::V1 {
                     live.v1_names.extend(namer.resource_names());

@@ -1,5 +1,6 @@
-//! The controller's side of internal Ingresses (class `gce-internal`; `translate::regional`,
-//! `sync::regional`): the proxy-only subnet and firewall preconditions as Events, the regional
+//! The controller's side of regional Ingresses (classes `gce-internal` and
+//! `gce-regional-external`; `translate::regional`, `sync::regional`): the proxy-only subnet and
+//! firewall preconditions and the `regional-static-ip-name` address as Events, the regional
 //! sync and cleanup, and the regional half of garbage collection.
 //!
 //! Regional garbage collection lists the region's collections only once this process has seen
@@ -15,11 +16,12 @@ use super::context::key_string;
 use super::{Context, Error};
 use crate::sync::gc::LiveSet;
 use crate::sync::ingress::FrontendStatus;
+use crate::sync::region_addresses;
 use crate::sync::regional::{
     check_preconditions, collect_regional_garbage, delete_internal_frontend, sync_internal,
 };
 use crate::sync::{Changes, SyncError};
-use crate::translate::regional::{cluster_region, is_internal};
+use crate::translate::regional::{class_of, cluster_region, is_regional};
 use crate::translate::{translate_ingress, ClusterSnapshot, DesiredIngress, ObjectKey};
 
 impl Context {
@@ -43,7 +45,7 @@ impl Context {
             ..LiveSet::default()
         };
         for ingress in self.live_ingresses(snapshot, exclude) {
-            if !is_internal(snapshot, ingress, t) {
+            if !is_regional(snapshot, ingress, t) {
                 continue;
             }
             let key = ObjectKey::of(ingress);
@@ -87,10 +89,11 @@ impl Context {
     }
 }
 
-/// Syncs an internal Ingress's load balancer: the preconditions first (a missing proxy-only
-/// subnet fails the sync with the command in the error, which the caller's `Sync` Warning
-/// carries; a firewall that does not admit its range is a Warning of its own, and the load
-/// balancer is built), then the regional resources.
+/// Syncs a regional Ingress's load balancer: the preconditions first (a missing proxy-only
+/// subnet, or a `regional-static-ip-name` address that is missing or of the wrong type, fails
+/// the sync with the command in the error, which the caller's `Sync` Warning carries; a
+/// firewall that does not admit its range is a Warning of its own, and the load balancer is
+/// built), then the regional resources.
 pub(crate) async fn sync_internal_lb(
     ctx: &Context,
     ingress: &Ingress,
@@ -122,6 +125,20 @@ pub(crate) async fn sync_internal_lb(
     if let Some(note) = firewall {
         ctx.event(ingress, true, "Sync", note).await;
     }
+    let static_ip = match (&desired.frontend.static_ip_name, class_of(desired)) {
+        (Some(name), Some(kind)) => Some(
+            Box::pin(region_addresses::resolve(
+                &ctx.compute,
+                &ctx.config.translate,
+                kind,
+                region,
+                name,
+            ))
+            .await
+            .map_err(sync_err)?,
+        ),
+        _ => None,
+    };
     let namer = ctx.namer(ingress);
     let _shared = ctx.gc_lock.read().await;
     Box::pin(sync_internal(
@@ -129,6 +146,7 @@ pub(crate) async fn sync_internal_lb(
         &ctx.locks,
         &namer,
         desired,
+        static_ip.as_ref(),
         changes,
     ))
     .await

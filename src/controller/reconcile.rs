@@ -331,7 +331,7 @@ async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Error> {
     };
     let namer = ctx.namer(ingress);
     let mut changes = Changes::new();
-    let internal = crate::translate::regional::is_internal(
+    let internal = crate::translate::regional::is_regional(
         &ctx.stores.snapshot(),
         ingress,
         &ctx.config.translate,

@@ -21,6 +21,7 @@ pub mod gc;
 pub mod health_checks;
 pub mod ingress;
 pub mod network_endpoint_groups;
+pub mod region_addresses;
 pub mod region_backend_services;
 pub mod region_forwarding_rules;
 pub mod region_health_checks;
@@ -81,15 +82,25 @@ pub enum SyncError {
         /// The policy as referenced (`projects/p/global/sslPolicies/x` or a URL).
         policy: String,
     },
-    /// The region of an internal Ingress has no ACTIVE proxy-only subnet in the cluster's
-    /// network: nothing is created (`translate::proxy_only_subnet`).
-    #[error("no active proxy-only subnet (purpose REGIONAL_MANAGED_PROXY, role ACTIVE) in region {region} of network {network}: the internal load balancer's proxies need one, and nothing was created; create it: `{command}`")]
+    /// The region of an internal or regional external Ingress has no ACTIVE proxy-only subnet
+    /// in the cluster's network: nothing is created (`translate::proxy_only_subnet`).
+    #[error("no active proxy-only subnet (purpose REGIONAL_MANAGED_PROXY, role ACTIVE) in region {region} of network {network}: the regional load balancer's proxies need one, and nothing was created; create it: `{command}`")]
     NoProxyOnlySubnet {
         /// The region.
         region: String,
         /// The network name.
         network: String,
         /// The gcloud command that creates it.
+        command: String,
+    },
+    /// The regional address `kubernetes.io/ingress.regional-static-ip-name` names is missing,
+    /// global or of the wrong type (`translate::regional_address`): nothing is created or
+    /// changed.
+    #[error("{problem}; nothing was created or changed; fix: `{command}`")]
+    RegionalStaticIp {
+        /// What is wrong, naming the annotation, the address and the region.
+        problem: String,
+        /// The gcloud command that fixes it.
         command: String,
     },
     /// A reserved address has no IP although its insert succeeded (a Compute bug; retried).
@@ -115,7 +126,9 @@ impl SyncError {
             Self::Compute { source, .. } => Some(source.kind()),
             Self::Conflict { .. } => Some(ErrorKind::ConditionNotMet),
             Self::SslPolicyNotFound { .. } => Some(ErrorKind::NotFound),
-            Self::NoAddress { .. } | Self::NoProxyOnlySubnet { .. } => None,
+            Self::NoAddress { .. }
+            | Self::NoProxyOnlySubnet { .. }
+            | Self::RegionalStaticIp { .. } => None,
         }
     }
 }

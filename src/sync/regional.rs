@@ -1,8 +1,9 @@
-//! The regional internal Application Load Balancer of one Ingress (`translate::regional`), as
-//! a graph like [`super::ingress`]'s: per backend the regional health check beside its zonal
-//! NEGs (shared with external Ingresses of the same Service port), then the regional backend
-//! service beside the NEGs' endpoints; then the regional URL map and certificates, the regional
-//! target proxies, and the INTERNAL_MANAGED forwarding rules (HTTPS on the HTTP rule's IP).
+//! The regional (internal or regional external) Application Load Balancer of one Ingress
+//! (`translate::regional`), as a graph like [`super::ingress`]'s: per backend the regional
+//! health check beside its zonal NEGs (shared with external Ingresses of the same Service port),
+//! then the regional backend service beside the NEGs' endpoints; then the regional URL map and
+//! certificates, the regional target proxies, and the INTERNAL_MANAGED / EXTERNAL_MANAGED
+//! forwarding rules (HTTPS on the HTTP rule's IP, or both on the reserved regional address).
 //!
 //! Before anything is created, [`check_preconditions`] looks for the region's proxy-only subnet
 //! and a firewall rule admitting its range (`translate::proxy_only_subnet`).
@@ -26,6 +27,7 @@ use crate::translate::namer::FrontendNamer;
 use crate::translate::proxy_only_subnet::{
     active_proxy_only, firewall_admits, firewall_command, subnet_command,
 };
+use crate::translate::regional_address::ResolvedAddress;
 use crate::translate::{DesiredIngress, TranslateConfig};
 
 /// Checks the region's proxy-only subnet (missing: [`SyncError::NoProxyOnlySubnet`], nothing
@@ -64,18 +66,21 @@ pub async fn check_preconditions(
     }
     let command = firewall_command(config, region, &range, ports);
     Ok(Some(format!(
-        "No firewall rule admits the proxy-only subnet {} ({range}) of region {region} to the Pods; the internal load balancer's proxies connect from that range, so requests fail until one does. Firewall change required: `{command}`",
+        "No firewall rule admits the proxy-only subnet {} ({range}) of region {region} to the Pods; the regional load balancer's proxies connect from that range, so requests fail until one does. Firewall change required: `{command}`",
         proxy_only.name.as_deref().unwrap_or_default()
     )))
 }
 
-/// Syncs the whole internal load balancer of one Ingress in `desired.region` and removes the
-/// frontend parts it no longer wants.
+/// Syncs the whole regional load balancer of one Ingress in `desired.region` and removes the
+/// frontend parts it no longer wants. `static_ip`: the reserved regional address both
+/// forwarding rules use (`kubernetes.io/ingress.regional-static-ip-name`, resolved by
+/// [`super::region_addresses::resolve`]); `None`: the HTTP rule's allocated address.
 pub async fn sync_internal(
     compute: &Compute,
     locks: &BackendLocks,
     namer: &FrontendNamer,
     desired: &DesiredIngress,
+    static_ip: Option<&ResolvedAddress>,
     changes: &mut Changes,
 ) -> Result<FrontendStatus, SyncError> {
     let region = desired.region.as_deref().unwrap_or_default();
@@ -145,16 +150,31 @@ pub async fn sync_internal(
         ))
         .await?;
     }
+    let on_static_ip = |rule: &model::ForwardingRule| {
+        let mut rule = rule.clone();
+        if let Some(address) = static_ip {
+            rule.ip_address = Some(address.ip.clone());
+            if let Some(tier) = &address.network_tier {
+                rule.network_tier = Some(model::forwarding_rule::NetworkTier::from(tier.as_str()));
+            }
+        }
+        rule
+    };
     let mut ip = None;
     if let Some(fr) = &f.http_forwarding_rule {
         ip = Box::pin(region_forwarding_rules::ensure(
-            compute, region, fr, changes,
+            compute,
+            region,
+            &on_static_ip(fr),
+            changes,
         ))
         .await?;
     }
     if let Some(fs) = &f.https_forwarding_rule {
-        let mut fs = fs.clone();
-        fs.ip_address.clone_from(&ip);
+        let mut fs = on_static_ip(fs);
+        if ip.is_some() {
+            fs.ip_address.clone_from(&ip);
+        }
         let https_ip = Box::pin(region_forwarding_rules::ensure(
             compute, region, &fs, changes,
         ))

@@ -24,6 +24,10 @@ pub const CAPACITY_SCALER: &str = "networking.gke.io/capacity-scaler";
 pub const ALLOW_HTTP: &str = "kubernetes.io/ingress.allow-http";
 /// Ingress: name of a reserved global Address for the forwarding rules.
 pub const GLOBAL_STATIC_IP_NAME: &str = "kubernetes.io/ingress.global-static-ip-name";
+/// Ingress (internal and regional external classes): name of a reserved regional Address of
+/// the cluster's region for the forwarding rules (INTERNAL for `gce-internal`, EXTERNAL for
+/// `gce-regional-external`; inventory §1).
+pub const REGIONAL_STATIC_IP_NAME: &str = "kubernetes.io/ingress.regional-static-ip-name";
 /// Ingress: comma-separated names of existing global sslCertificates.
 pub const PRE_SHARED_CERT: &str = "ingress.gcp.kubernetes.io/pre-shared-cert";
 /// Ingress: comma-separated ManagedCertificate names in the Ingress's namespace.

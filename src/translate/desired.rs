@@ -101,7 +101,10 @@ pub struct DesiredFrontend {
     /// Global forwarding rule on port 443 (`k8s2-fs-...`). `IPAddress` is unset: it must share
     /// the HTTP rule's address (or the static address), which `sync` fills in.
     pub https_forwarding_rule: Option<model::ForwardingRule>,
-    /// Name of a reserved global address to use (`kubernetes.io/ingress.global-static-ip-name`).
+    /// Name of a reserved address to use: a global one
+    /// (`kubernetes.io/ingress.global-static-ip-name`), or for a regional load balancer
+    /// ([`DesiredIngress::region`]) a regional one of that region
+    /// (`kubernetes.io/ingress.regional-static-ip-name`).
     pub static_ip_name: Option<String>,
 }
 
@@ -128,10 +131,11 @@ pub struct DesiredIngress {
     pub security_policy: Option<model::SecurityPolicy>,
     /// Warnings that did not stop translation (path collisions, missing TLS Secret...).
     pub findings: Vec<Finding>,
-    /// `None`: the global external load balancer. `Some(region)`: the regional internal
-    /// Application Load Balancer in that region (`translate::regional`): health checks,
-    /// backend services, URL map, proxies and certificates are regional resources, forwarding
-    /// rules `INTERNAL_MANAGED`.
+    /// `None`: the global external load balancer. `Some(region)`: a regional Application Load
+    /// Balancer in that region (`translate::regional`), internal or regional external as the
+    /// backend services' and forwarding rules' `loadBalancingScheme` says (INTERNAL_MANAGED /
+    /// EXTERNAL_MANAGED): health checks, backend services, URL map, proxies and certificates
+    /// are regional resources.
     pub region: Option<String>,
 }
 

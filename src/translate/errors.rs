@@ -140,12 +140,16 @@ pub enum TranslateError {
         /// What is wrong, e.g. `has no key client_id`.
         reason: String,
     },
-    /// The Ingress asks for a feature the regional internal Application Load Balancer does not
-    /// have (docs/internal-load-balancers.md, "What works where").
-    #[error("Ingress {ingress}: {feature} is not supported by the internal Application Load Balancer (class {class}); {fix}")]
-    UnsupportedOnInternal {
+    /// The Ingress asks for a feature its regional Application Load Balancer (internal or
+    /// regional external) does not have, or that this operator does not build on it
+    /// (docs/internal-load-balancers.md, "What works where").
+    #[error("Ingress {ingress}: {feature} is not supported by the {load_balancer} (class {class}); {fix}")]
+    UnsupportedOnRegional {
         /// The Ingress, `namespace/name`.
         ingress: String,
+        /// `internal Application Load Balancer` or `regional external Application Load
+        /// Balancer`.
+        load_balancer: String,
         /// The class asked for, e.g. `gce-internal`.
         class: String,
         /// The feature and where it was asked for, e.g. `Cloud CDN (BackendConfig
@@ -154,7 +158,7 @@ pub enum TranslateError {
         /// What to do instead.
         fix: String,
     },
-    /// An internal Ingress whose region cannot be told: no `--region` and no Node with a zone.
+    /// A regional (internal or regional external) Ingress whose region cannot be told: no `--region` and no Node with a zone.
     #[error("Ingress {ingress}: the cluster's region is unknown (no Node has a topology.kubernetes.io/zone label and the operator runs without --region); start the operator with --region=REGION")]
     UnknownRegion {
         /// The Ingress, `namespace/name`.

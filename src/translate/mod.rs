@@ -25,6 +25,7 @@ pub mod paths;
 pub mod pod;
 pub mod proxy_only_subnet;
 pub mod regional;
+pub mod regional_address;
 pub mod secret_refs;
 pub mod service_ports;
 pub mod snapshot;
@@ -95,6 +96,16 @@ impl Mode {
         }
     }
 
+    /// The regional external load balancer's class served by default
+    /// (`--regional-external-ingress-class`): GKE's `gce-regional-external` in takeover mode,
+    /// `gclb-regional-external` beside GKE's controller.
+    pub fn regional_external_class(self) -> &'static str {
+        match self {
+            Self::Coexist => regional::GCLB_REGIONAL_EXTERNAL_CLASS,
+            Self::Takeover => regional::GCE_REGIONAL_EXTERNAL_CLASS,
+        }
+    }
+
     /// The resource names used.
     pub fn scheme(self) -> namer::Scheme {
         match self {
@@ -154,7 +165,11 @@ pub struct TranslateConfig {
     /// Class of the internal load balancer ([`regional`]): [`Mode::internal_class`] unless
     /// `--internal-ingress-class` says otherwise.
     pub internal_class: String,
-    /// `--region`: the region of internal load balancers; `None`: the region of the NEG zones
+    /// Class of the regional external load balancer ([`regional`]):
+    /// [`Mode::regional_external_class`] unless `--regional-external-ingress-class` says
+    /// otherwise.
+    pub regional_external_class: String,
+    /// `--region`: the region of internal and regional external load balancers; `None`: the region of the NEG zones
     /// ([`regional::cluster_region`]).
     pub region: Option<String>,
 }
@@ -191,6 +206,7 @@ impl TranslateConfig {
             )),
             firewall_target_tags: Vec::new(),
             internal_class: regional::GCE_INTERNAL_CLASS.to_owned(),
+            regional_external_class: regional::GCE_REGIONAL_EXTERNAL_CLASS.to_owned(),
             region: None,
         }
     }
@@ -200,14 +216,17 @@ impl TranslateConfig {
         self.mode = mode;
         self.ingress_class = mode.default_class().to_owned();
         self.internal_class = mode.internal_class().to_owned();
+        self.regional_external_class = mode.regional_external_class().to_owned();
         self
     }
 
     /// Whether `class` (an annotation value, or an `ingressClassName` without an IngressClass
     /// object) is one of the comma-separated names of [`TranslateConfig::ingress_class`], or
-    /// the internal class [`TranslateConfig::internal_class`].
+    /// the internal or regional external class ([`TranslateConfig::internal_class`],
+    /// [`TranslateConfig::regional_external_class`]).
     pub fn serves_class(&self, class: &str) -> bool {
-        (!class.is_empty() && class == self.internal_class)
+        (!class.is_empty()
+            && (class == self.internal_class || class == self.regional_external_class))
             || self
                 .ingress_class
                 .split(',')
@@ -380,15 +399,15 @@ fn translate_for_class(
         findings,
         region: None,
     };
-    if !regional::is_internal(snapshot, ingress, config) {
+    let Some(kind) = regional::regional_class(snapshot, ingress, config) else {
         return Ok(desired);
-    }
+    };
     let region = regional::cluster_region(snapshot, config).ok_or_else(|| {
         TranslateError::UnknownRegion {
             ingress: key.to_string(),
         }
     })?;
-    regional::regionalize(desired, ingress, config, &region)
+    regional::regionalize(desired, ingress, config, kind, &region)
 }
 
 /// `spec.defaultBackend`, else the operator's system default backend.

@@ -1,20 +1,29 @@
-//! The regional internal Application Load Balancer of a `gce-internal` Ingress (reference 000,
-//! "internal Application Load Balancer"; docs/internal-load-balancers.md).
+//! The regional Application Load Balancers of `gce-internal` and `gce-regional-external`
+//! Ingresses (reference 000, "internal Application Load Balancer"; inventory §1, §4;
+//! docs/internal-load-balancers.md).
 //!
-//! An Ingress of the internal class ([`is_internal`]) is translated as any other
+//! An Ingress of a regional class ([`regional_class`]) is translated as any other
 //! ([`super::translate_ingress`]) and then moved into its region by [`regionalize`]:
 //! - health checks, backend services, the URL map, target HTTP(S) proxies and SSL certificates
 //!   keep their names and move to the regional collections (`regionHealthChecks`, ...); every
 //!   reference between them becomes `projects/{project}/regions/{region}/{collection}/{name}`;
-//! - backend services get `loadBalancingScheme: INTERNAL_MANAGED`, on the same zonal NEGs as an
-//!   external Ingress of the same Service port (NEGs are shared: one per Service port and zone);
-//! - forwarding rules get `loadBalancingScheme: INTERNAL_MANAGED`, the cluster's network and
-//!   (with `--subnetwork`) subnetwork; the API gives them an address of that subnet.
+//! - backend services get the class's `loadBalancingScheme` ([`RegionalClass::scheme`]:
+//!   INTERNAL_MANAGED or EXTERNAL_MANAGED), on the same zonal NEGs as an external Ingress of the
+//!   same Service port (NEGs are shared: one per Service port and zone);
+//! - forwarding rules get that scheme and the cluster's network (the API finds the region's
+//!   proxy-only subnet through it). Internal ones also get the `--subnetwork` (the API gives
+//!   them an address of that subnet); regional external ones get `networkTier: PREMIUM` (the
+//!   reserved address's tier when one is named) and an external regional address;
+//! - `kubernetes.io/ingress.regional-static-ip-name` becomes
+//!   [`super::DesiredFrontend::static_ip_name`]: the name of a regional address, resolved (and
+//!   its type checked) at sync time.
 //!
-//! What the internal load balancer cannot do is refused with a [`TranslateError`] naming the
-//! feature (nothing is built), per the "What works where" table: Cloud CDN, a Cloud Armor
-//! (global) security policy, `ncp/whitelist-source-range`, Google-managed certificates, the
-//! HTTP-to-HTTPS redirect, a global static IP, an SSL policy (global) and HTTP/3.
+//! What a regional load balancer cannot do, or what this operator does not build on one, is
+//! refused with a [`TranslateError::UnsupportedOnRegional`] naming the feature (nothing is
+//! built), per the "What works where" table: for both classes Cloud CDN, a Cloud Armor (global)
+//! security policy, `ncp/whitelist-source-range`, Google-managed certificates, the HTTP-to-HTTPS
+//! redirect, a global static IP, an SSL policy (global) and HTTP/3; for the regional external
+//! class also IAP (ingress-gce rejects CDN and IAP there, inventory §2).
 
 use google_cloud_compute_v1::model;
 use google_cloud_compute_v1::model::{backend_service, forwarding_rule};
@@ -22,7 +31,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::annotations::{GLOBAL_STATIC_IP_NAME, MANAGED_CERTIFICATES};
+use super::annotations::{GLOBAL_STATIC_IP_NAME, MANAGED_CERTIFICATES, REGIONAL_STATIC_IP_NAME};
 use super::ownership::INGRESS_CLASS_ANNOTATION;
 use super::{ClusterSnapshot, DesiredIngress, ObjectKey, TranslateConfig, TranslateError};
 
@@ -30,8 +39,63 @@ use super::{ClusterSnapshot, DesiredIngress, ObjectKey, TranslateConfig, Transla
 pub const GCE_INTERNAL_CLASS: &str = "gce-internal";
 /// The operator's own internal class beside GKE's controller.
 pub const GCLB_INTERNAL_CLASS: &str = "gclb-internal";
+/// GKE's regional external class (`kubernetes.io/ingress.class: gce-regional-external`),
+/// served in takeover mode.
+pub const GCE_REGIONAL_EXTERNAL_CLASS: &str = "gce-regional-external";
+/// The operator's own regional external class beside GKE's controller.
+pub const GCLB_REGIONAL_EXTERNAL_CLASS: &str = "gclb-regional-external";
 /// `loadBalancingScheme` of the regional internal Application Load Balancer.
 pub const INTERNAL_MANAGED: &str = "INTERNAL_MANAGED";
+/// `loadBalancingScheme` of the regional external Application Load Balancer.
+pub const EXTERNAL_MANAGED: &str = "EXTERNAL_MANAGED";
+/// `networkTier` of a regional external forwarding rule without a reserved address (the
+/// API's default tier; a reserved address's own tier is used when one is named).
+pub const DEFAULT_NETWORK_TIER: &str = "PREMIUM";
+
+/// Which regional Application Load Balancer an Ingress asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegionalClass {
+    /// The regional internal Application Load Balancer ([`TranslateConfig::internal_class`]).
+    Internal,
+    /// The regional external Application Load Balancer
+    /// ([`TranslateConfig::regional_external_class`]).
+    External,
+}
+
+impl RegionalClass {
+    /// The `loadBalancingScheme` of its backend services and forwarding rules.
+    pub fn scheme(self) -> &'static str {
+        match self {
+            Self::Internal => INTERNAL_MANAGED,
+            Self::External => EXTERNAL_MANAGED,
+        }
+    }
+
+    /// Its name in messages.
+    pub fn load_balancer(self) -> &'static str {
+        match self {
+            Self::Internal => "internal Application Load Balancer",
+            Self::External => "regional external Application Load Balancer",
+        }
+    }
+
+    /// The class name `config` serves for it.
+    pub fn class(self, config: &TranslateConfig) -> &str {
+        match self {
+            Self::Internal => &config.internal_class,
+            Self::External => &config.regional_external_class,
+        }
+    }
+
+    /// The class of a scheme name (`INTERNAL_MANAGED` / `EXTERNAL_MANAGED`).
+    pub fn of_scheme(scheme: &str) -> Option<Self> {
+        match scheme {
+            INTERNAL_MANAGED => Some(Self::Internal),
+            EXTERNAL_MANAGED => Some(Self::External),
+            _ => None,
+        }
+    }
+}
 
 /// Collections whose references move from `global/` to `regions/{region}/`.
 const REGIONAL_COLLECTIONS: &[&str] = &[
@@ -43,15 +107,16 @@ const REGIONAL_COLLECTIONS: &[&str] = &[
     "sslCertificates",
 ];
 
-/// Whether an owned Ingress asks for the internal load balancer: its
+/// Which regional load balancer an owned Ingress asks for, if any: its
 /// `kubernetes.io/ingress.class` annotation, else its `spec.ingressClassName`, else the name of
-/// the default IngressClass, is [`TranslateConfig::internal_class`]. (An IngressClass of that
-/// name with the operator's controller is how `ingressClassName` selects it.)
-pub fn is_internal(
+/// the default IngressClass, is [`TranslateConfig::internal_class`] or
+/// [`TranslateConfig::regional_external_class`]. (An IngressClass of that name with the
+/// operator's controller is how `ingressClassName` selects it.)
+pub fn regional_class(
     snapshot: &ClusterSnapshot,
     ingress: &Ingress,
     config: &TranslateConfig,
-) -> bool {
+) -> Option<RegionalClass> {
     let class = ingress
         .metadata
         .annotations
@@ -80,8 +145,29 @@ pub fn is_internal(
                             == Some(config.mode.controller())
                 })
                 .and_then(|c| c.metadata.name.clone())
-        });
-    class.is_some_and(|c| c == config.internal_class)
+        })?;
+    [RegionalClass::Internal, RegionalClass::External]
+        .into_iter()
+        .find(|k| k.class(config) == class)
+}
+
+/// Whether an owned Ingress asks for the internal load balancer ([`regional_class`]).
+pub fn is_internal(
+    snapshot: &ClusterSnapshot,
+    ingress: &Ingress,
+    config: &TranslateConfig,
+) -> bool {
+    regional_class(snapshot, ingress, config) == Some(RegionalClass::Internal)
+}
+
+/// Whether an owned Ingress asks for a regional (internal or regional external) load balancer:
+/// its resources are regional, not global.
+pub fn is_regional(
+    snapshot: &ClusterSnapshot,
+    ingress: &Ingress,
+    config: &TranslateConfig,
+) -> bool {
+    regional_class(snapshot, ingress, config).is_some()
 }
 
 /// The cluster's region: `--region`, else the region of the first NEG zone (the `--zone`
@@ -102,24 +188,25 @@ pub fn region_of_zone(zone: &str) -> &str {
     zone.rsplit_once('-').map_or(zone, |(r, _)| r)
 }
 
-/// Moves a translated Ingress into `region` as the internal load balancer (module docs), or
+/// Moves a translated Ingress into `region` as the `kind` load balancer (module docs), or
 /// refuses what that load balancer does not support.
 ///
 /// # Errors
-/// [`TranslateError::UnsupportedOnInternal`] naming the first unsupported feature found.
+/// [`TranslateError::UnsupportedOnRegional`] naming the first unsupported feature found.
 pub fn regionalize(
     mut desired: DesiredIngress,
     ingress: &Ingress,
     config: &TranslateConfig,
+    kind: RegionalClass,
     region: &str,
 ) -> Result<DesiredIngress, TranslateError> {
-    refuse_unsupported(&desired, ingress, config)?;
+    refuse_unsupported(&desired, ingress, config, kind)?;
     let project = &config.project;
+    let scheme = kind.scheme();
     for backend in desired.backends.values_mut() {
         backend.health_check = moved(&backend.health_check, project, region);
         let mut bs: model::BackendService = moved(&backend.backend_service, project, region);
-        bs.load_balancing_scheme =
-            Some(backend_service::LoadBalancingScheme::from(INTERNAL_MANAGED));
+        bs.load_balancing_scheme = Some(backend_service::LoadBalancingScheme::from(scheme));
         bs.enable_cdn = None;
         bs.cdn_policy = None;
         bs.security_policy = None;
@@ -142,6 +229,22 @@ pub fn regionalize(
         .iter()
         .map(|c| moved(c, project, region))
         .collect();
+    f.static_ip_name = super::annotations::get(ingress, REGIONAL_STATIC_IP_NAME)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned);
+    if let Some(name) = f
+        .static_ip_name
+        .as_deref()
+        .filter(|n| !super::namer::is_valid_name(n))
+    {
+        return Err(TranslateError::InvalidAnnotation {
+            kind: "Ingress",
+            object: ObjectKey::of(ingress).to_string(),
+            annotation: REGIONAL_STATIC_IP_NAME.to_owned(),
+            reason: format!("{name:?} is not a valid regional Address name (lower-case letters, digits and `-`, at most 63 characters); fix the name"),
+        });
+    }
     let subnetwork = config.subnetwork.as_ref().map(|s| {
         format!(
             "projects/{}/regions/{region}/subnetworks/{s}",
@@ -153,10 +256,14 @@ pub fn regionalize(
         .flatten()
     {
         let mut r: model::ForwardingRule = moved(rule, project, region);
-        r.load_balancing_scheme =
-            Some(forwarding_rule::LoadBalancingScheme::from(INTERNAL_MANAGED));
+        r.load_balancing_scheme = Some(forwarding_rule::LoadBalancingScheme::from(scheme));
         r.network = Some(config.network_ref());
-        r.subnetwork = subnetwork.clone();
+        match kind {
+            RegionalClass::Internal => r.subnetwork = subnetwork.clone(),
+            RegionalClass::External => {
+                r.network_tier = Some(forwarding_rule::NetworkTier::from(DEFAULT_NETWORK_TIER));
+            }
+        }
         *rule = r;
     }
     desired.region = Some(region.to_string());
@@ -200,11 +307,13 @@ fn refuse_unsupported(
     desired: &DesiredIngress,
     ingress: &Ingress,
     config: &TranslateConfig,
+    kind: RegionalClass,
 ) -> Result<(), TranslateError> {
     let key = ObjectKey::of(ingress);
-    let refuse = |feature: String, fix: &str| TranslateError::UnsupportedOnInternal {
+    let refuse = |feature: String, fix: &str| TranslateError::UnsupportedOnRegional {
         ingress: key.to_string(),
-        class: config.internal_class.clone(),
+        load_balancer: kind.load_balancer().to_string(),
+        class: kind.class(config).to_string(),
         feature,
         fix: fix.to_string(),
     };
@@ -235,6 +344,13 @@ fn refuse_unsupported(
                 "regional security policies are not managed by this operator; remove spec.securityPolicy or use the external class",
             ));
         }
+        if kind == RegionalClass::External && bs.iap.as_ref().and_then(|i| i.enabled) == Some(true)
+        {
+            return Err(refuse(
+                format!("Identity-Aware Proxy (BackendConfig spec.iap.enabled of {of})"),
+                "remove spec.iap from the BackendConfig, or use the external or internal class",
+            ));
+        }
     }
     if desired.security_policy.is_some() {
         return Err(refuse(
@@ -251,13 +367,30 @@ fn refuse_unsupported(
     if annotation(GLOBAL_STATIC_IP_NAME) {
         return Err(refuse(
             format!("a global static IP (annotation {GLOBAL_STATIC_IP_NAME})"),
-            "remove the annotation; the internal address comes from the cluster's subnetwork",
+            &format!("reserve a regional address and name it in {REGIONAL_STATIC_IP_NAME} instead, or remove the annotation"),
         ));
     }
     if desired.frontend.redirect_url_map.is_some() {
         return Err(refuse(
             "the HTTP-to-HTTPS redirect (FrontendConfig spec.redirectToHttps)".into(),
             "remove spec.redirectToHttps from the FrontendConfig",
+        ));
+    }
+    let f = &desired.frontend;
+    if f.http_forwarding_rule.is_some()
+        && f.https_forwarding_rule.is_some()
+        && super::annotations::get(ingress, REGIONAL_STATIC_IP_NAME)
+            .is_none_or(|v| v.trim().is_empty())
+    {
+        // Two regional forwarding rules share an IP only through a reserved address (GKE:
+        // `WillNotConfigureFrontend`, inventory §6).
+        let purpose = match kind {
+            RegionalClass::Internal => " --purpose=SHARED_LOADBALANCER_VIP",
+            RegionalClass::External => "",
+        };
+        return Err(refuse(
+            "HTTP and HTTPS on one ephemeral address (spec.tls with HTTP allowed)".into(),
+            &format!("reserve a regional {} address (gcloud compute addresses create NAME --region=REGION{}{purpose}) and name it in {REGIONAL_STATIC_IP_NAME}, or set kubernetes.io/ingress.allow-http: \"false\"", super::regional_address::wanted_type(kind), if kind == RegionalClass::Internal { " --subnet=SUBNET" } else { "" }),
         ));
     }
     if let Some(proxy) = &desired.frontend.target_https_proxy {
@@ -269,4 +402,23 @@ fn refuse_unsupported(
         }
     }
     Ok(())
+}
+
+/// The regional load balancer a translated Ingress is ([`regionalize`] made it): the
+/// `loadBalancingScheme` of its forwarding rules, else of its backend services; `None` for the
+/// global external load balancer.
+pub fn class_of(desired: &DesiredIngress) -> Option<RegionalClass> {
+    desired.region.as_ref()?;
+    let f = &desired.frontend;
+    let rules = [&f.http_forwarding_rule, &f.https_forwarding_rule]
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.load_balancing_scheme.as_ref().and_then(|s| s.name()));
+    let services = desired.backends.values().filter_map(|b| {
+        b.backend_service
+            .load_balancing_scheme
+            .as_ref()
+            .and_then(|s| s.name())
+    });
+    rules.chain(services).find_map(RegionalClass::of_scheme)
 }

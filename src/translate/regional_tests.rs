@@ -1,7 +1,7 @@
 //! Unit tests of the internal class (`regional`): which Ingresses are internal, the regional
 //! shape, NEGs shared with the external translation, and refused features.
 
-use super::regional::{is_internal, INTERNAL_MANAGED};
+use super::regional::{class_of, is_internal, RegionalClass, EXTERNAL_MANAGED, INTERNAL_MANAGED};
 use super::test_support::{config, snapshot_from_yaml};
 use super::*;
 
@@ -146,13 +146,13 @@ fn features_the_internal_load_balancer_lacks_are_refused_by_name() {
     ];
     for (from, to, feature) in cases {
         let yaml = OBJECTS.replace(from, to);
-        let err = translate_with(&yaml.replace("CLASS", "gce-internal"))
-            .1
-            .unwrap_err();
-        assert!(
-            matches!(&err, TranslateError::UnsupportedOnInternal { feature: f, .. } if f.contains(feature)),
-            "{feature}: {err}"
-        );
+        for class in ["gce-internal", "gce-regional-external"] {
+            let err = translate_with(&yaml.replace("CLASS", class)).1.unwrap_err();
+            assert!(
+                matches!(&err, TranslateError::UnsupportedOnRegional { feature: f, class: c, .. } if f.contains(feature) && c == class),
+                "{class} {feature}: {err}"
+            );
+        }
         // The external class builds the same objects.
         assert!(
             translate_with(&yaml.replace("CLASS", "gce")).1.is_ok(),
@@ -172,4 +172,96 @@ fn without_a_region_the_internal_class_says_how_to_give_one() {
     c.region = Some("europe-west1".into());
     let d = translate_ingress(&snapshot, ingress, &c).unwrap();
     assert_eq!(d.region.as_deref(), Some("europe-west1"));
+}
+
+#[test]
+fn the_regional_external_class_gives_regional_external_managed_resources() {
+    let d = translate_class("gce-regional-external");
+    assert_eq!(class_of(&d), Some(RegionalClass::External));
+    assert_eq!(d.region.as_deref(), Some("us-central1"));
+    let bs = &d.backends.values().next().unwrap().backend_service;
+    assert_eq!(
+        bs.load_balancing_scheme.as_ref().and_then(|s| s.name()),
+        Some(EXTERNAL_MANAGED)
+    );
+    assert_eq!(bs.timeout_sec, Some(7), "BackendConfig features carry over");
+    let fr = d.frontend.http_forwarding_rule.as_ref().unwrap();
+    assert_eq!(
+        fr.load_balancing_scheme.as_ref().and_then(|s| s.name()),
+        Some(EXTERNAL_MANAGED)
+    );
+    assert_eq!(
+        fr.network_tier.as_ref().and_then(|t| t.name()),
+        Some("PREMIUM")
+    );
+    assert_eq!(
+        fr.network.as_deref(),
+        Some("projects/my-project/global/networks/default")
+    );
+    assert_eq!(fr.subnetwork, None);
+    assert!(fr
+        .target
+        .as_deref()
+        .unwrap()
+        .starts_with("projects/my-project/regions/us-central1/targetHttpProxies/"));
+    assert_eq!(
+        class_of(&translate_class("gce-internal")),
+        Some(RegionalClass::Internal)
+    );
+    assert_eq!(class_of(&translate_class("gce")), None);
+}
+
+#[test]
+fn the_regional_static_ip_name_is_the_frontends_address_name() {
+    let yaml = OBJECTS.replace(
+        "annotations: {kubernetes.io/ingress.class: CLASS}",
+        "annotations: {kubernetes.io/ingress.class: CLASS, kubernetes.io/ingress.regional-static-ip-name: vip}",
+    );
+    for class in ["gce-internal", "gce-regional-external"] {
+        let d = translate_with(&yaml.replace("CLASS", class)).1.unwrap();
+        assert_eq!(d.frontend.static_ip_name.as_deref(), Some("vip"), "{class}");
+    }
+    let bad = yaml.replace(
+        "regional-static-ip-name: vip",
+        "regional-static-ip-name: Not_Valid",
+    );
+    let err = translate_with(&bad.replace("CLASS", "gce-internal"))
+        .1
+        .unwrap_err();
+    assert!(err.to_string().contains("regional-static-ip-name"), "{err}");
+}
+
+#[test]
+fn http_and_https_on_one_ephemeral_regional_address_are_refused() {
+    let tls = OBJECTS.replace(
+        "spec:\n  defaultBackend",
+        "spec:\n  tls: [{secretName: tls}]\n  defaultBackend",
+    ) + r#"
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: tls}
+type: kubernetes.io/tls
+stringData:
+  tls.crt: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+  tls.key: "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
+"#;
+    for class in ["gce-internal", "gce-regional-external"] {
+        let err = translate_with(&tls.replace("CLASS", class)).1.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("HTTP and HTTPS on one ephemeral address")
+                && err.to_string().contains("regional-static-ip-name"),
+            "{class}: {err}"
+        );
+        // Named address, or HTTP off: built.
+        let named = tls.replace(
+            "annotations: {kubernetes.io/ingress.class: CLASS}",
+            "annotations: {kubernetes.io/ingress.class: CLASS, kubernetes.io/ingress.regional-static-ip-name: vip}",
+        );
+        let d = translate_with(&named.replace("CLASS", class)).1.unwrap();
+        assert!(
+            d.frontend.https_forwarding_rule.is_some() && d.frontend.http_forwarding_rule.is_some()
+        );
+    }
 }

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod load;
+pub mod regional;
 pub mod tls;
 
 use std::io::{BufRead, BufReader, Read};
