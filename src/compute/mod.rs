@@ -243,6 +243,14 @@ impl Compute {
         };
         self.metrics
             .record(method, label, start.elapsed().as_secs_f64());
+        // Every call with its duration: the timeline of a sync (docs/performance.md profiles).
+        tracing::debug!(
+            method,
+            resource,
+            label,
+            ms = start.elapsed().as_millis() as u64,
+            "compute call"
+        );
         result
     }
 

@@ -193,8 +193,9 @@ async fn verify_frontend(compute: &Compute, namer: &FrontendNamer) -> Result<(),
 
 /// Syncs the frontend of one Ingress and removes the parts it no longer wants (an HTTP
 /// frontend after `allow-http: "false"`, an HTTPS one after TLS is removed, stale certificates):
-/// URL maps, certificates and the address at once; then the proxies; then the rules; then the
-/// removals, users first.
+/// URL maps and certificates, then the proxies, and beside those the address; then the rules,
+/// once their proxy and the address exist; then the removals, users first. The address does
+/// not hold back the proxies (only the rules reference it).
 ///
 /// `static_ip`: the address of the reserved global address, when the Ingress names one.
 pub async fn sync_frontend(
@@ -217,23 +218,10 @@ pub async fn sync_frontend(
     let promote = namer.scheme() == Scheme::Own
         || (frontend.http_forwarding_rule.is_some() && frontend.https_forwarding_rule.is_some());
 
-    // 1. What references no other frontend part.
-    let um = own_changes!(c, {
-        match &frontend.url_map {
-            Some(um) => url_maps::ensure(compute, um, &mut c).await,
-            None => Ok(()),
-        }
-    });
-    let rm = own_changes!(c, {
-        match &frontend.redirect_url_map {
-            Some(rm) => url_maps::ensure(compute, rm, &mut c).await,
-            None => Ok(()),
-        }
-    });
-    let certs =
-        join_all(frontend.ssl_certificates.iter().map(|cert| {
-            own_changes!(c, { ssl_certificates::ensure(compute, cert, &mut c).await })
-        }));
+    // 1. The URL maps and certificates, then the proxies that reference them; beside them the
+    // address, which only the rules reference (a fresh address costs its insert and the read of
+    // the IP the API chose: two calls, as long as the URL map and the proxy).
+    let proxies = own_changes!(c, { sync_proxies(compute, frontend, &mut c).await });
     let ip = own_changes!(c, {
         match static_ip {
             Some(ip) => Ok(Some(ip.to_string())),
@@ -243,32 +231,13 @@ pub async fn sync_frontend(
             None => Ok(None),
         }
     });
-    let (um, rm, certs, ip) = futures::join!(um, rm, certs, ip);
-    let (um, rm) = (keep(changes, um), keep(changes, rm));
-    let certs = merge(changes, certs);
+    let (proxies, ip) = futures::join!(proxies, ip);
+    let proxies = keep(changes, proxies);
     let ip = keep(changes, ip);
-    um?;
-    rm?;
-    certs?;
+    proxies?;
     let ip = ip?;
 
-    // 2. The proxies, once their URL map and certificates exist.
-    let tp = own_changes!(c, {
-        match &frontend.target_http_proxy {
-            Some(tp) => target_http_proxies::ensure(compute, tp, &mut c).await,
-            None => Ok(()),
-        }
-    });
-    let ts = own_changes!(c, {
-        match &frontend.target_https_proxy {
-            Some(ts) => target_https_proxies::ensure(compute, ts, &mut c).await,
-            None => Ok(()),
-        }
-    });
-    let (tp, ts) = futures::join!(tp, ts);
-    merge(changes, [tp, ts])?;
-
-    // 3. The rules, once their proxy and the address exist.
+    // 2. The rules, once their proxy and the address exist.
     let with_ip = |fr: &model::ForwardingRule| {
         let mut fr = fr.clone();
         fr.ip_address = ip.clone();
@@ -293,7 +262,7 @@ pub async fn sync_frontend(
         managed_address: (static_ip.is_none() && ip.is_some()).then(|| managed.clone()),
     };
 
-    // 4. Parts no longer wanted, users first (the state cache says what exists: no reads).
+    // 3. Parts no longer wanted, users first (the state cache says what exists: no reads).
     let unwanted = |wanted: bool, name: String| (!wanted).then_some(name);
     let rules = [
         unwanted(
@@ -333,6 +302,51 @@ pub async fn sync_frontend(
     )
     .await?;
     Ok(status)
+}
+
+/// The URL maps and certificates at once, then the target proxies once all of them exist (a
+/// proxy references its URL map and the certificates).
+async fn sync_proxies(
+    compute: &Compute,
+    frontend: &DesiredFrontend,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    let um = own_changes!(c, {
+        match &frontend.url_map {
+            Some(um) => url_maps::ensure(compute, um, &mut c).await,
+            None => Ok(()),
+        }
+    });
+    let rm = own_changes!(c, {
+        match &frontend.redirect_url_map {
+            Some(rm) => url_maps::ensure(compute, rm, &mut c).await,
+            None => Ok(()),
+        }
+    });
+    let certs =
+        join_all(frontend.ssl_certificates.iter().map(|cert| {
+            own_changes!(c, { ssl_certificates::ensure(compute, cert, &mut c).await })
+        }));
+    let (um, rm, certs) = futures::join!(um, rm, certs);
+    let (um, rm) = (keep(changes, um), keep(changes, rm));
+    let certs = merge(changes, certs);
+    um?;
+    rm?;
+    certs?;
+    let tp = own_changes!(c, {
+        match &frontend.target_http_proxy {
+            Some(tp) => target_http_proxies::ensure(compute, tp, &mut c).await,
+            None => Ok(()),
+        }
+    });
+    let ts = own_changes!(c, {
+        match &frontend.target_https_proxy {
+            Some(ts) => target_https_proxies::ensure(compute, ts, &mut c).await,
+            None => Ok(()),
+        }
+    });
+    let (tp, ts) = futures::join!(tp, ts);
+    merge(changes, [tp, ts]).map(drop)
 }
 
 async fn delete_rules(

@@ -50,6 +50,7 @@
 mod support;
 
 mod cluster;
+mod create;
 mod first200;
 mod glbc;
 mod plot;
@@ -268,10 +269,10 @@ fn main() -> Result<()> {
         let first = first200::rows(&sys, services, seq, burst, deadline)?;
         println!();
         println!(
-            "| Ingress created -> first 200 ({profile}, workers {}) | p50 | p90 | p99 | max | chain lower bound |",
+            "| Ingress created -> first 200 ({profile}, workers {}) | p50 | p90 | p99 | max | chain lower bound | p50 / bound |",
             workers.as_deref().unwrap_or("default")
         );
-        println!("|---|---:|---:|---:|---:|---:|");
+        println!("|---|---:|---:|---:|---:|---:|---:|");
         for row in first {
             println!("{row}");
         }

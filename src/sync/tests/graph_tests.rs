@@ -45,25 +45,44 @@ impl wiremock::Respond for Logged {
     }
 }
 
-/// The health check's Operation finishes only once the NEG insert has arrived (or, after 200
-/// polls, anyway, logging that it did not): a sync that waits for the health check before it
-/// sends the NEG fails the test instead of hanging.
-struct HealthCheckOp(Log, std::sync::atomic::AtomicUsize);
+/// An Operation (`op`) that finishes only once `awaited` has been logged (or, after 200 polls,
+/// anyway, logging `"{done} before {awaited}"`): a sync that waits for this Operation before it
+/// sends `awaited` fails the test instead of hanging. Logs `done` when it answers DONE.
+struct DoneAfter {
+    log: Log,
+    op: &'static str,
+    awaited: &'static str,
+    done: &'static str,
+    polls: std::sync::atomic::AtomicUsize,
+}
 
-impl wiremock::Respond for HealthCheckOp {
+impl DoneAfter {
+    fn new(log: &Log, op: &'static str, awaited: &'static str, done: &'static str) -> Self {
+        Self {
+            log: log.clone(),
+            op,
+            awaited,
+            done,
+            polls: Default::default(),
+        }
+    }
+}
+
+impl wiremock::Respond for DoneAfter {
     fn respond(&self, _: &Request) -> ResponseTemplate {
-        let polls = self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let status = if self.0.seen("neg insert") {
-            self.0.push("health check done");
+        let polls = self.polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let status = if self.log.seen(self.awaited) {
+            self.log.push(self.done);
             "DONE"
         } else if polls > 200 {
-            self.0.push("health check done before the NEG was sent");
+            self.log
+                .push(&format!("{} before {}", self.done, self.awaited));
             "DONE"
         } else {
             "RUNNING"
         };
         ResponseTemplate::new(200)
-            .set_body_json(json!({"kind": "compute#operation", "name": "op-hc", "status": status}))
+            .set_body_json(json!({"kind": "compute#operation", "name": self.op, "status": status}))
     }
 }
 
@@ -116,7 +135,12 @@ async fn a_new_backend_sends_its_health_check_and_neg_at_once_then_the_rest() {
         .await;
     Mock::given(method("POST"))
         .and(path(format!("{G}/operations/op-hc/wait")))
-        .respond_with(HealthCheckOp(log.clone(), Default::default()))
+        .respond_with(DoneAfter::new(
+            &log,
+            "op-hc",
+            "neg insert",
+            "health check done",
+        ))
         .mount(&server)
         .await;
     let zonal_done = json!({"kind": "compute#operation", "name": "op-z", "status": "DONE",
@@ -152,7 +176,7 @@ async fn a_new_backend_sends_its_health_check_and_neg_at_once_then_the_rest() {
         .await
         .unwrap();
     assert!(
-        !log.seen("health check done before the NEG was sent"),
+        !log.seen("health check done before neg insert"),
         "{:?}",
         log.0.lock().unwrap()
     );
@@ -305,6 +329,80 @@ async fn an_in_sync_frontend_resync_reads_only_its_forwarding_rule() {
         let rule = format!("/forwardingRules/{}$", namer.http_forwarding_rule());
         assert_eq!(count(&server, "GET", &rule).await, round);
     }
+}
+
+/// A new frontend: the address (its insert, then the read of the IP the API chose) runs beside
+/// the URL map and the target proxy, and only the forwarding rule waits for it: the proxy is
+/// sent while the address's Operation is still running (issue 26, the chain is URL map -> proxy
+/// -> rule; the address is not on it).
+#[tokio::test]
+async fn the_proxy_does_not_wait_for_the_address() {
+    let server = MockServer::start().await;
+    other_lists_empty(&server).await;
+    let namer = FrontendNamer::new(
+        crate::translate::namer::Scheme::Gke,
+        "abcd1234",
+        "ks-uid",
+        "default",
+        "web",
+    );
+    let fr = namer.http_forwarding_rule();
+    let log = Log::default();
+    for (collection, event) in [
+        ("urlMaps", "url map insert"),
+        ("targetHttpProxies", "proxy insert"),
+        ("forwardingRules", "rule insert"),
+    ] {
+        Mock::given(method("POST"))
+            .and(path(format!("{G}/{collection}")))
+            .respond_with(Logged(log.clone(), event, done_op("op-x")))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("POST"))
+        .and(path(format!("{G}/addresses")))
+        .respond_with(Logged(
+            log.clone(),
+            "address insert",
+            json!({"kind": "compute#operation", "name": "op-ad", "status": "RUNNING"}),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{G}/operations/op-ad/wait")))
+        .respond_with(DoneAfter::new(
+            &log,
+            "op-ad",
+            "proxy insert",
+            "address done",
+        ))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{G}/addresses/{fr}")))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"name": fr, "address": "127.130.0.7"})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let mut changes = Changes::new();
+    let status = ingress::sync_frontend(&compute, &namer, &frontend(&namer), None, &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(status.ip.as_deref(), Some("127.130.0.7"));
+    let at = |w| log.position(w);
+    assert!(
+        !log.seen("address done before proxy insert"),
+        "the proxy waited for the address: {:?}",
+        log.0.lock().unwrap()
+    );
+    assert!(at("url map insert") < at("proxy insert"));
+    assert!(at("proxy insert") < at("address done"));
+    assert!(at("address done") < at("rule insert"));
 }
 
 /// A forwarding rule deleted behind the operator's back (its GET answers 404) is put back at
