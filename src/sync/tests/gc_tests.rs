@@ -11,7 +11,7 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 use super::{list, other_lists_empty, G};
 use crate::compute::tests::{compute_for, done_op};
 use crate::sync::gc::{collect_garbage, LiveSet};
-use crate::sync::Changes;
+use crate::sync::{Changes, SyncError};
 use crate::translate::namer::{self, FrontendNamer, Scheme};
 
 const UID: &str = "abcd1234";
@@ -149,34 +149,62 @@ async fn world(server: &MockServer) -> World {
     }
 }
 
+/// Answers `verb path` (ahead of every other mock) with a Compute error.
+async fn error(
+    server: &MockServer,
+    verb: &str,
+    at: String,
+    code: u16,
+    message: &str,
+    reason: &str,
+) {
+    let body = json!({"error": {"code": code, "message": message, "errors": [{"reason": reason}]}});
+    Mock::given(method(verb))
+        .and(path(at))
+        .respond_with(ResponseTemplate::new(code).set_body_json(body))
+        .with_priority(1)
+        .mount(server)
+        .await;
+}
+
+/// Runs GC with every other DELETE answered by a finished Operation: its result, its changes
+/// and the DELETE paths that reached the server.
+async fn collect(
+    server: &MockServer,
+    live: &LiveSet,
+) -> (Result<(), SyncError>, Changes, BTreeSet<String>) {
+    let deletes = Deletes::default();
+    Mock::given(method("DELETE"))
+        .respond_with(deletes.clone())
+        .with_priority(5)
+        .mount(server)
+        .await;
+    let compute = compute_for(server).await;
+    let mut changes = Changes::new();
+    let result = collect_garbage(&compute, live, &mut changes).await;
+    let seen = deletes.0.lock().unwrap().clone();
+    (result, changes, seen)
+}
+
 /// Exactly the stale names of this cluster go, the live Ingress's and the user's stay; a URL
 /// map still in use is skipped without stopping the phases after it.
 #[tokio::test]
 async fn garbage_collection_deletes_exactly_the_stale_names() {
     let server = MockServer::start().await;
     let w = world(&server).await;
-    let in_use = format!("{G}/urlMaps/{}", w.old.url_map());
-    Mock::given(method("DELETE"))
-        .and(path(in_use.as_str()))
-        .respond_with(
-            ResponseTemplate::new(400).set_body_json(json!({"error": {"code": 400,
-            "message": "The url_map resource is already being used by 'targetHttpProxies/x'",
-            "errors": [{"reason": "resourceInUseByAnotherResource"}]}})),
-        )
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    let deletes = Deletes::default();
-    Mock::given(method("DELETE"))
-        .respond_with(deletes.clone())
-        .with_priority(5)
-        .mount(&server)
-        .await;
-    let compute = compute_for(&server).await;
-    let mut changes = Changes::new();
-    collect_garbage(&compute, &w.live, &mut changes)
-        .await
-        .unwrap();
+    let in_use = "The url_map resource is already being used by 'targetHttpProxies/x'";
+    let url_map = format!("{G}/urlMaps/{}", w.old.url_map());
+    error(
+        &server,
+        "DELETE",
+        url_map,
+        400,
+        in_use,
+        "resourceInUseByAnotherResource",
+    )
+    .await;
+    let (result, changes, seen) = collect(&server, &w.live).await;
+    result.unwrap();
 
     let (old, z) = (&w.old, "/compute/v1/projects/p1/zones");
     let expected: BTreeSet<String> = [
@@ -194,13 +222,11 @@ async fn garbage_collection_deletes_exactly_the_stale_names() {
         format!("{G}/securityPolicies/{}old", w.live.security_policy_prefix),
     ]
     .into();
-    assert_eq!(*deletes.0.lock().unwrap(), expected);
+    assert_eq!(seen, expected);
     // Each deletion is reported once; the URL map in use is not.
     assert_eq!(changes.len(), expected.len(), "{changes:?}");
-    assert!(
-        changes.iter().all(|c| c.to_string().ends_with(" deleted")),
-        "{changes:?}"
-    );
+    let deleted = |c: &crate::sync::Change| c.to_string().ends_with(" deleted");
+    assert!(changes.iter().all(deleted), "{changes:?}");
     assert!(
         !changes.iter().any(|c| c.name == w.old.url_map()),
         "{changes:?}"
@@ -217,33 +243,14 @@ async fn garbage_collection_deletes_exactly_the_stale_names() {
 async fn a_failed_delete_fails_the_collection() {
     let server = MockServer::start().await;
     let w = world(&server).await;
-    Mock::given(method("DELETE"))
-        .and(path(format!("{G}/urlMaps/{}", w.old.url_map())))
-        .respond_with(
-            ResponseTemplate::new(403).set_body_json(json!({"error": {"code": 403,
-            "message": "Required 'compute.urlMaps.delete' permission",
-            "errors": [{"reason": "forbidden"}]}})),
-        )
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    let deletes = Deletes::default();
-    Mock::given(method("DELETE"))
-        .respond_with(deletes.clone())
-        .with_priority(5)
-        .mount(&server)
-        .await;
-    let compute = compute_for(&server).await;
-    let mut changes = Changes::new();
-    let err = collect_garbage(&compute, &w.live, &mut changes)
-        .await
-        .unwrap_err();
+    let url_map = format!("{G}/urlMaps/{}", w.old.url_map());
+    let denied = "Required 'compute.urlMaps.delete' permission";
+    error(&server, "DELETE", url_map, 403, denied, "forbidden").await;
+    let (result, _, seen) = collect(&server, &w.live).await;
+    let err = result.unwrap_err();
     assert!(err.to_string().contains(&w.old.url_map()), "{err}");
-    let seen = deletes.0.lock().unwrap().clone();
-    assert!(
-        seen.contains(&format!("{G}/urlMaps/{}", w.old.redirect_url_map())),
-        "{seen:?}"
-    );
+    let redirect = format!("{G}/urlMaps/{}", w.old.redirect_url_map());
+    assert!(seen.contains(&redirect), "{seen:?}");
     assert!(
         !seen.iter().any(|p| p.contains("/backendServices/")),
         "{seen:?}"
@@ -255,33 +262,21 @@ async fn a_failed_delete_fails_the_collection() {
 #[tokio::test]
 async fn security_policies_that_may_not_be_listed_are_none_of_ours() {
     let server = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path(format!("{G}/securityPolicies")))
-        .respond_with(
-            ResponseTemplate::new(403).set_body_json(json!({"error": {"code": 403,
-            "message": "Required 'compute.securityPolicies.list' permission",
-            "errors": [{"reason": "forbidden"}]}})),
-        )
-        .with_priority(1)
-        .mount(&server)
-        .await;
+    let denied = "Required 'compute.securityPolicies.list' permission";
+    error(
+        &server,
+        "GET",
+        format!("{G}/securityPolicies"),
+        403,
+        denied,
+        "forbidden",
+    )
+    .await;
     let w = world(&server).await;
-    let deletes = Deletes::default();
-    Mock::given(method("DELETE"))
-        .respond_with(deletes.clone())
-        .with_priority(5)
-        .mount(&server)
-        .await;
-    let compute = compute_for(&server).await;
-    let mut changes = Changes::new();
-    collect_garbage(&compute, &w.live, &mut changes)
-        .await
-        .unwrap();
-    let seen = deletes.0.lock().unwrap().clone();
-    assert!(
-        seen.contains(&format!("{G}/healthChecks/{}", w.gone)),
-        "{seen:?}"
-    );
+    let (result, _, seen) = collect(&server, &w.live).await;
+    result.unwrap();
+    let check = format!("{G}/healthChecks/{}", w.gone);
+    assert!(seen.contains(&check), "{seen:?}");
     assert!(
         !seen.iter().any(|p| p.contains("/securityPolicies/")),
         "{seen:?}"
