@@ -149,10 +149,16 @@ chaos: build
 ## niced, one mutant at a time (the machine is shared). It mutates a copy of the working tree,
 ## $(MUTANTS_OUT)/src, in place (the copy keeps its path and its files their times, so its
 ## builds are reused from run to run), and builds in its own target directory,
-## $(MUTANTS_OUT)/target, linked with mold when mold is installed, so it never rebuilds or locks
-## the everyday one. Each mutant rebuilds only the library's unit-test binary (--lib) and the
-## test files its module names. MUTANTS_MODULES picks modules; MUTANTS_ARGS adds arguments
-## (e.g. `--in-diff changes.diff`).
+## $(MUTANTS_OUT)/target, so it never rebuilds or locks the everyday one. Each mutant rebuilds
+## only the library's unit-test binary (--lib) and the test files its module names, incrementally
+## (cargo's default for dev builds), without debug info (the dependencies have none already) and
+## linked with mold when mold is installed (`apt-get install mold`; not in `make deps`: CI does
+## not run mutants). mold goes through RUSTFLAGS, so that target builds its dependencies once
+## itself: never point it at a hard-linked copy of another target directory (a dependency rebuilt
+## there rewrites build-script outputs the other directories share). MUTANTS_MODULES picks
+## modules; MUTANTS_ARGS adds arguments (e.g. `--in-diff changes.diff`; `--shard 0/8 --sharding
+## round-robin --shuffle` for a spread sample; `--baseline=skip --timeout=240` once the baseline
+## of the same tree is known green). Per-mutant cost: docs/testing.md.
 MUTANTS_OUT ?= $(or $(CARGO_TARGET_DIR),target)/mutants
 MUTANTS_MODULES ?= translate sync readiness url_map validate
 MUTANTS_ARGS ?=

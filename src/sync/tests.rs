@@ -14,7 +14,9 @@ use super::*;
 use crate::compute::tests::{compute_for, done_op, not_found};
 use crate::translate::{DesiredNeg, NegEndpoint};
 
+mod gc_tests;
 mod graph_tests;
+mod regional_tests;
 
 pub(super) const G: &str = "/compute/v1/projects/p1/global";
 const UM: &str = "/compute/v1/projects/p1/global/urlMaps";
