@@ -465,6 +465,8 @@ mod tests {
                 .expect(1)
                 .mount(&server)
                 .await;
+            // kube's client needs a process-wide rustls provider, as main.rs installs.
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let config = kube::Config::new(server.uri().parse().unwrap());
             let api: Api<Ingress> =
                 Api::namespaced(kube::Client::try_from(config).unwrap(), "shop");
