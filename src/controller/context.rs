@@ -14,7 +14,7 @@ use tracing::{info, warn};
 use super::{coalesce, last_desired, Config, ControllerMetrics, Stores, GC_DEBOUNCE, GC_PATIENCE};
 use crate::compute::Compute;
 use crate::sync::firewalls;
-use crate::sync::gc::{collect_garbage, LiveSet};
+use crate::sync::gc::{delete_garbage, list_candidates, Candidates, LiveSet};
 use crate::sync::ingress::BackendLocks;
 use crate::sync::{Changes, SyncError};
 use crate::translate::namer::FrontendNamer;
@@ -36,8 +36,9 @@ pub struct Context {
     /// Metrics.
     pub metrics: ControllerMetrics,
     pub(crate) locks: BackendLocks,
-    /// Syncs hold it shared; garbage collection exclusively, so GC never deletes a backend a
-    /// running sync has just created.
+    /// Syncs hold it shared; garbage collection exclusively while it decides and deletes (not
+    /// while it lists, see [`Context::gc_now`]), so GC never deletes a backend a running sync
+    /// has just created. A cleanup deletes its own Ingress's frontend without it.
     pub(crate) gc_lock: tokio::sync::RwLock<()>,
     /// Serialises firewall syncs.
     pub(crate) firewall_lock: tokio::sync::Mutex<firewalls::RuleState>,
@@ -242,8 +243,8 @@ impl Context {
     }
 
     /// Garbage collection after a sync, in the background: the reconcile does not wait for it
-    /// (it holds the exclusive lock and lists the whole project), and everything asked within
-    /// [`GC_DEBOUNCE`] shares one run. Failures are a `GarbageCollection` Warning on the
+    /// (it lists the whole project, then deletes under the exclusive lock), and everything
+    /// asked within [`GC_DEBOUNCE`] shares one run. Failures are a `GarbageCollection` Warning on the
     /// `ingress` that scheduled the run, and make the next reconcile ask again.
     pub(crate) fn schedule_gc(self: &Arc<Self>, ingress: Arc<Ingress>) {
         use std::sync::atomic::Ordering;
@@ -259,10 +260,56 @@ impl Context {
         });
     }
 
-    /// One GC run under the exclusive lock. What is live is read from the stores *after*
-    /// taking the lock, so an Ingress whose sync finished meanwhile is seen as live.
+    /// One GC run: the project-wide lists first, holding no lock, so a sync that starts
+    /// meanwhile goes ahead at once; then, under the exclusive lock (every sync out of the
+    /// way), what is live is read from the stores and only listed resources that are stale
+    /// now are deleted. The lock is held for that decision and the deletes alone.
+    ///
+    /// Why listing early is safe (issue 26): a resource created after the lists is not a
+    /// candidate, so this run cannot delete it. A listed resource some sync re-used between
+    /// the lists and the lock (a backend left by a deleted Ingress that a new Ingress now
+    /// wants, say) is protected as it was when the lists ran under the lock: that sync's
+    /// Ingress was in the stores before the sync started (the reconcile reads it from
+    /// there), `apply` records its translation in `last_desired` before the sync, and the live
+    /// set read here translates every live Ingress of the stores (`last_or_resolve`), so its
+    /// resources are live. A sync still running holds the shared lock, which this run waits
+    /// for; one starting later waits for this run. A resource deleted since the lists is
+    /// skipped (the state cache knows it gone) or answers 404, which counts as done. So a run
+    /// deletes a subset of what a run listing under the lock would delete.
     pub(crate) async fn gc_now(
         &self,
+        exclude: Option<&ObjectKey>,
+        changes: &mut Changes,
+    ) -> Result<(), SyncError> {
+        let result = match self.gc_candidates().await {
+            Ok(candidates) => self.gc_locked(&candidates, exclude, changes).await,
+            Err(e) => Err(e),
+        };
+        // Tests and operators wait for this line to know a run has looked at the project.
+        info!(
+            deleted = changes.len(),
+            ok = result.is_ok(),
+            "garbage collection run finished"
+        );
+        result
+    }
+
+    /// The first step of [`Context::gc_now`], holding no lock: every collection GC looks at,
+    /// listed at once (the regional ones too once an internal Ingress was seen).
+    pub(crate) async fn gc_candidates(&self) -> Result<GcCandidates, SyncError> {
+        let prefix = crate::translate::ncp::security_policy_prefix(&self.config.translate);
+        let (regional, global) = futures::try_join!(
+            Box::pin(self.regional_candidates()),
+            Box::pin(list_candidates(&self.compute, &prefix)),
+        )?;
+        Ok(GcCandidates { regional, global })
+    }
+
+    /// The second step of [`Context::gc_now`]: takes the exclusive lock, reads what is live
+    /// (every Ingress of the stores but `exclude`) and deletes the `candidates` that are stale.
+    pub(crate) async fn gc_locked(
+        &self,
+        candidates: &GcCandidates,
         exclude: Option<&ObjectKey>,
         changes: &mut Changes,
     ) -> Result<(), SyncError> {
@@ -274,20 +321,21 @@ impl Context {
         )
         .await;
         let snapshot = self.stores.snapshot();
-        let live = self.live_set(&snapshot, exclude);
         // Regional first: a regional backend service holds the NEGs the global run deletes.
-        let mut result = Box::pin(self.regional_gc(&snapshot, exclude, changes)).await;
-        if result.is_ok() {
-            result = collect_garbage(&self.compute, &live, changes).await;
+        if let Some((region, regional)) = &candidates.regional {
+            Box::pin(self.regional_gc(&snapshot, exclude, region, regional, changes)).await?;
         }
-        // Tests and operators wait for this line to know a run has looked at the project.
-        info!(
-            deleted = changes.len(),
-            ok = result.is_ok(),
-            "garbage collection run finished"
-        );
-        result
+        let live = self.live_set(&snapshot, exclude);
+        delete_garbage(&self.compute, &candidates.global, &live, changes).await
     }
+}
+
+/// What one GC run may delete ([`Candidates`]), listed before its exclusive lock.
+pub(crate) struct GcCandidates {
+    /// The region of internal load balancers and its collections, when GC looks there.
+    regional: Option<(String, Candidates)>,
+    /// The global collections and every zone's NEGs.
+    global: Candidates,
 }
 
 pub(crate) fn truncate(s: &str, max: usize) -> &str {

@@ -14,11 +14,12 @@ use k8s_openapi::api::networking::v1::Ingress;
 
 use super::context::key_string;
 use super::{Context, Error};
-use crate::sync::gc::LiveSet;
+use crate::sync::gc::{Candidates, LiveSet};
 use crate::sync::ingress::FrontendStatus;
 use crate::sync::region_addresses;
 use crate::sync::regional::{
-    check_preconditions, collect_regional_garbage, delete_internal_frontend, sync_internal,
+    check_preconditions, delete_internal_frontend, delete_regional_garbage,
+    list_regional_candidates, sync_internal,
 };
 use crate::sync::{Changes, SyncError};
 use crate::translate::regional::{class_of, cluster_region, is_regional};
@@ -65,23 +66,37 @@ impl Context {
         live
     }
 
-    /// The regional half of a GC run (see the module docs for when it runs).
+    /// The regional half of a GC run's candidates, listed before its exclusive lock
+    /// ([`Context::gc_now`]): the region and what its collections hold, or `None` when this
+    /// process has seen no internal Ingress or knows no region (see the module docs).
+    pub(crate) async fn regional_candidates(
+        &self,
+    ) -> Result<Option<(String, Candidates)>, SyncError> {
+        if !self.regional_seen.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let Some(region) = self.internal_region(&self.stores.snapshot()) else {
+            return Ok(None);
+        };
+        let candidates = Box::pin(list_regional_candidates(&self.compute, &region)).await?;
+        Ok(Some((region, candidates)))
+    }
+
+    /// The regional half of a GC run, under its exclusive lock: deletes the `candidates` of
+    /// `region` that no live internal Ingress of `snapshot` (read under the lock) wants.
     pub(crate) async fn regional_gc(
         &self,
         snapshot: &ClusterSnapshot,
         exclude: Option<&ObjectKey>,
+        region: &str,
+        candidates: &Candidates,
         changes: &mut Changes,
     ) -> Result<(), SyncError> {
-        if !self.regional_seen.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        let Some(region) = self.internal_region(snapshot) else {
-            return Ok(());
-        };
         let live = self.regional_live_set(snapshot, exclude);
-        Box::pin(collect_regional_garbage(
+        Box::pin(delete_regional_garbage(
             &self.compute,
-            &region,
+            region,
+            candidates,
             &live,
             changes,
         ))

@@ -4,10 +4,13 @@
 //! anything else is never touched. `resourceInUseByAnotherResource` means another URL map
 //! (perhaps of an Ingress that failed translation) still uses it: skip and retry later. What
 //! exists comes from the state cache, so a run lists nothing that a sync listed recently.
+//!
+//! A run is two steps: [`list_candidates`] without any lock, then [`delete_garbage`] under the
+//! controller's exclusive lock with the live set read there (see [`Candidates`] for why that is
+//! safe).
 
 use std::collections::BTreeSet;
 use std::future::Future;
-use std::sync::Arc;
 
 use futures::StreamExt;
 use google_cloud_compute_v1::model;
@@ -17,6 +20,7 @@ use super::{
     security_policies, ssl_certificates, target_http_proxies, target_https_proxies, url_maps,
     Changes, SyncError,
 };
+use crate::compute::state::Listed;
 use crate::compute::{Compute, ErrorKind};
 use crate::translate::namer;
 
@@ -99,10 +103,6 @@ fn skip_in_use(result: Result<(), SyncError>) -> Result<bool, SyncError> {
     }
 }
 
-fn names<T>(items: Vec<Arc<T>>, name: impl Fn(&T) -> Option<&String>) -> Vec<String> {
-    items.iter().filter_map(|i| name(i).cloned()).collect()
-}
-
 /// Deletes are sent this many at a time within one phase of garbage collection.
 pub const GC_CONCURRENCY: usize = 16;
 
@@ -128,26 +128,137 @@ where
     super::merge(changes, results).map(drop)
 }
 
-/// Deletes stale frontends (forwarding rules -> managed addresses and proxies -> URL maps ->
-/// certificates), then stale backends (backend service -> NEGs -> health check). What exists
-/// comes from the state cache (one list per collection, shared with every sync); each phase
-/// deletes at once.
-pub async fn collect_garbage(
+/// What one garbage collection run may delete: the names each collection held when it was
+/// listed, *before* the run takes the exclusive lock (`controller::Context::gc_now`), so the
+/// lists (a quarter of a second each on the real API) never hold up a sync. Under the lock the
+/// run deletes only names found here that the live set read there calls stale
+/// ([`delete_garbage`]): a resource created after the lists is not here, so this run cannot
+/// delete it whoever created it; one deleted since is skipped (the state cache knows it gone,
+/// or the API answers 404). The deletes are thus a subset of what a run listing under the lock
+/// would delete. The regional collections fill the same fields
+/// (`sync::regional::list_regional_candidates`; no addresses, NEGs or policies there).
+#[derive(Clone, Debug, Default)]
+pub struct Candidates {
+    /// Forwarding rule names.
+    pub forwarding_rules: Vec<String>,
+    /// Global address names (managed static IPs are named like the HTTP rule).
+    pub addresses: Vec<String>,
+    /// Target HTTP proxy names.
+    pub target_http_proxies: Vec<String>,
+    /// Target HTTPS proxy names.
+    pub target_https_proxies: Vec<String>,
+    /// URL map names.
+    pub url_maps: Vec<String>,
+    /// SSL certificate names.
+    pub ssl_certificates: Vec<String>,
+    /// Backend service names.
+    pub backend_services: Vec<String>,
+    /// NEGs as `(zone, name)`, of every zone.
+    pub negs: Vec<(String, String)>,
+    /// Health check names.
+    pub health_checks: Vec<String>,
+    /// Security policies named with this cluster's prefix.
+    pub security_policies: Vec<String>,
+}
+
+/// The names in `names` that `is_stale` picks.
+pub(super) fn stale(names: &[String], is_stale: impl Fn(&str) -> bool) -> Vec<String> {
+    names.iter().filter(|n| is_stale(n)).cloned().collect()
+}
+
+/// Every name of one cached collection (listed first when the state cache's list is stale).
+async fn observed_names<T: Listed>(
     compute: &Compute,
+    kind: &'static str,
+) -> Result<Vec<String>, SyncError> {
+    let items = compute
+        .observed_all::<T>()
+        .await
+        .map_err(|e| SyncError::compute(kind, "(list)", e))?;
+    Ok(items
+        .iter()
+        .filter_map(|i| i.name().map(str::to_owned))
+        .collect())
+}
+
+/// Lists every collection garbage collection looks at, all at once (the state cache answers
+/// those it listed recently; NEGs are one `aggregatedList`; security policies named with
+/// `security_policy_prefix`, none when it is empty or the operator may not list them). Takes
+/// no lock: see [`Candidates`]. Errors: the first list that failed.
+pub async fn list_candidates(
+    compute: &Compute,
+    security_policy_prefix: &str,
+) -> Result<Candidates, SyncError> {
+    let negs = async {
+        let negs = compute
+            .aggregated_list_network_endpoint_groups()
+            .await
+            .map_err(|e| SyncError::compute(network_endpoint_groups::KIND, "(list)", e))?;
+        Ok(negs
+            .into_iter()
+            .filter_map(|(zone, neg)| Some((zone, neg.name?)))
+            .collect())
+    };
+    let policies = async {
+        if security_policy_prefix.is_empty() {
+            return Ok(Vec::new());
+        }
+        security_policies::list_ours(compute, security_policy_prefix).await
+    };
+    // Boxed, as in the sync graph: a join holds its futures inline.
+    let (
+        (forwarding_rules, addresses, target_http_proxies, target_https_proxies, url_maps),
+        (ssl_certificates, backend_services, negs, health_checks, security_policies),
+    ) = futures::try_join!(
+        Box::pin(async {
+            futures::try_join!(
+                observed_names::<model::ForwardingRule>(compute, forwarding_rules::KIND),
+                observed_names::<model::Address>(compute, addresses::KIND),
+                observed_names::<model::TargetHttpProxy>(compute, target_http_proxies::KIND),
+                observed_names::<model::TargetHttpsProxy>(compute, target_https_proxies::KIND),
+                observed_names::<model::UrlMap>(compute, url_maps::KIND),
+            )
+        }),
+        Box::pin(async {
+            futures::try_join!(
+                observed_names::<model::SslCertificate>(compute, ssl_certificates::KIND),
+                observed_names::<model::BackendService>(compute, backend_services::KIND),
+                negs,
+                observed_names::<model::HealthCheck>(compute, health_checks::KIND),
+                policies,
+            )
+        }),
+    )?;
+    Ok(Candidates {
+        forwarding_rules,
+        addresses,
+        target_http_proxies,
+        target_https_proxies,
+        url_maps,
+        ssl_certificates,
+        backend_services,
+        negs,
+        health_checks,
+        security_policies,
+    })
+}
+
+/// Deletes the stale among `candidates` ([`list_candidates`]): stale frontends (forwarding
+/// rules -> managed addresses and proxies -> URL maps -> certificates), then stale backends
+/// (backend service -> NEGs -> health check), then whitelist policies no backend service names
+/// any more. Each phase deletes at once; a resource still in use is skipped until the next run.
+/// Run it under the exclusive lock with `live` read there.
+pub async fn delete_garbage(
+    compute: &Compute,
+    candidates: &Candidates,
     live: &LiveSet,
     changes: &mut Changes,
 ) -> Result<(), SyncError> {
-    let list_err = |kind| move |e| SyncError::compute(kind, "(list)", e);
-
-    let rules = compute
-        .observed_all::<model::ForwardingRule>()
-        .await
-        .map_err(list_err(forwarding_rules::KIND))?;
-    let stale = names(rules, |r| r.name.as_ref())
-        .into_iter()
-        .filter(|n| live.stale_frontend("fr", n) || live.stale_frontend("fs", n))
-        .collect();
-    delete_each(stale, changes, |name| async move {
+    let c = candidates;
+    let names = stale(&c.forwarding_rules, |n| {
+        live.stale_frontend("fr", n) || live.stale_frontend("fs", n)
+    });
+    delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = forwarding_rules::delete(compute, &name, &mut c).await;
         (c, r)
@@ -155,86 +266,46 @@ pub async fn collect_garbage(
     .await?;
     // Managed static IPs are named like the HTTP rule (`k8s2-fr-<lb>`); anything else,
     // including a user's `global-static-ip-name` address, does not parse as ours.
-    let reserved = compute
-        .observed_all::<model::Address>()
-        .await
-        .map_err(list_err(addresses::KIND))?;
-    let stale = names(reserved, |a| a.name.as_ref())
-        .into_iter()
-        .filter(|n| live.stale_frontend("fr", n))
-        .collect();
-    delete_each(stale, changes, |name| async move {
+    let names = stale(&c.addresses, |n| live.stale_frontend("fr", n));
+    delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = addresses::delete(compute, &name, &mut c).await;
         (c, r)
     })
     .await?;
-    let proxies = compute
-        .observed_all::<model::TargetHttpProxy>()
-        .await
-        .map_err(list_err(target_http_proxies::KIND))?;
-    let stale = names(proxies, |p| p.name.as_ref())
-        .into_iter()
-        .filter(|n| live.stale_frontend("tp", n))
-        .collect();
-    delete_each(stale, changes, |name| async move {
+    let names = stale(&c.target_http_proxies, |n| live.stale_frontend("tp", n));
+    delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = target_http_proxies::delete(compute, &name, &mut c).await;
         (c, r)
     })
     .await?;
-    let proxies = compute
-        .observed_all::<model::TargetHttpsProxy>()
-        .await
-        .map_err(list_err(target_https_proxies::KIND))?;
-    let stale = names(proxies, |p| p.name.as_ref())
-        .into_iter()
-        .filter(|n| live.stale_frontend("ts", n))
-        .collect();
-    delete_each(stale, changes, |name| async move {
+    let names = stale(&c.target_https_proxies, |n| live.stale_frontend("ts", n));
+    delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = target_https_proxies::delete(compute, &name, &mut c).await;
         (c, r)
     })
     .await?;
-    let maps = compute
-        .observed_all::<model::UrlMap>()
-        .await
-        .map_err(list_err(url_maps::KIND))?;
-    let stale = names(maps, |m| m.name.as_ref())
-        .into_iter()
-        .filter(|n| live.stale_frontend("um", n) || live.stale_frontend("rm", n))
-        .collect();
-    delete_each(stale, changes, |name| async move {
+    let names = stale(&c.url_maps, |n| {
+        live.stale_frontend("um", n) || live.stale_frontend("rm", n)
+    });
+    delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = url_maps::delete(compute, &name, &mut c).await;
         (c, r)
     })
     .await?;
-    let certs = compute
-        .observed_all::<model::SslCertificate>()
-        .await
-        .map_err(list_err(ssl_certificates::KIND))?;
-    let stale = names(certs, |c| c.name.as_ref())
-        .into_iter()
-        .filter(|n| live.stale_certificate(n))
-        .collect();
-    delete_each(stale, changes, |name| async move {
+    let names = stale(&c.ssl_certificates, |n| live.stale_certificate(n));
+    delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = ssl_certificates::delete_stale(compute, &name, &[], &mut c).await;
         (c, r)
     })
     .await?;
 
-    let services = compute
-        .observed_all::<model::BackendService>()
-        .await
-        .map_err(list_err(backend_services::KIND))?;
-    let stale = names(services, |s| s.name.as_ref())
-        .into_iter()
-        .filter(|n| live.stale_backend(n))
-        .collect();
-    delete_each(stale, changes, |name| async move {
+    let names = stale(&c.backend_services, |n| live.stale_backend(n));
+    delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = backend_services::delete(compute, &name, &mut c).await;
         (c, r)
@@ -242,30 +313,20 @@ pub async fn collect_garbage(
     .await?;
     // Every zone, not only the cluster's current ones: a zone whose last Node went keeps its
     // NEGs until they are collected here (once the backend service no longer uses them).
-    let negs = compute
-        .aggregated_list_network_endpoint_groups()
-        .await
-        .map_err(list_err(network_endpoint_groups::KIND))?;
-    let stale = negs
-        .into_iter()
-        .filter_map(|(zone, neg)| Some((zone, neg.name?)))
+    let negs = c
+        .negs
+        .iter()
         .filter(|(zone, name)| live.stale_neg(zone, name))
+        .cloned()
         .collect();
-    delete_each(stale, changes, |(zone, name)| async move {
+    delete_each(negs, changes, |(zone, name)| async move {
         let mut c = Changes::new();
         let r = network_endpoint_groups::delete(compute, &zone, &name, &mut c).await;
         (c, r)
     })
     .await?;
-    let checks = compute
-        .observed_all::<model::HealthCheck>()
-        .await
-        .map_err(list_err(health_checks::KIND))?;
-    let stale = names(checks, |c| c.name.as_ref())
-        .into_iter()
-        .filter(|n| live.stale_backend(n))
-        .collect();
-    delete_each(stale, changes, |name| async move {
+    let names = stale(&c.health_checks, |n| live.stale_backend(n));
+    delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = health_checks::delete(compute, &name, &mut c).await;
         (c, r)
@@ -275,12 +336,10 @@ pub async fn collect_garbage(
     if live.security_policy_prefix.is_empty() {
         return Ok(());
     }
-    let stale = security_policies::list_ours(compute, &live.security_policy_prefix)
-        .await?
-        .into_iter()
-        .filter(|n| !live.security_policies.contains(n))
-        .collect();
-    delete_each(stale, changes, |name| async move {
+    let names = stale(&c.security_policies, |n| {
+        n.starts_with(&live.security_policy_prefix) && !live.security_policies.contains(n)
+    });
+    delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = security_policies::delete(compute, &name, &mut c).await;
         (c, r)

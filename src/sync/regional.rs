@@ -9,13 +9,14 @@
 //! and a firewall rule admitting its range (`translate::proxy_only_subnet`).
 //!
 //! Regional resources are read with `get` per sync (not through the global state cache): an
-//! internal Ingress has a handful of them. [`collect_regional_garbage`] lists each regional
-//! collection of the region once per run.
+//! internal Ingress has a handful of them. [`list_regional_candidates`] lists each regional
+//! collection of the region once per garbage collection run, before the run's exclusive lock;
+//! [`delete_regional_garbage`] deletes under it.
 
 use futures::future::join_all;
 use google_cloud_compute_v1::model;
 
-use super::gc::{delete_each, LiveSet};
+use super::gc::{delete_each, stale, Candidates, LiveSet};
 use super::ingress::{BackendLocks, FrontendStatus};
 use super::{
     merge, network_endpoint_groups, own_changes, region_backend_services, region_forwarding_rules,
@@ -308,39 +309,65 @@ pub async fn health(compute: &Compute, region: &str, name: &str) -> String {
     last.unwrap_or_else(|| "Unknown".to_string())
 }
 
-/// Deletes the regional resources of `region` that carry this cluster's names but no live
-/// internal Ingress wants (`live`: the internal Ingresses' frontends, certificate prefixes and
-/// backends), users first: forwarding rules, proxies, URL maps, certificates, backend services,
-/// health checks, each phase at once. The zonal NEGs are the global collection's ([`super::gc`]).
-pub async fn collect_regional_garbage(
+/// Lists the regional collections of `region` garbage collection looks at, all at once and
+/// without any lock (the regional half of [`Candidates`]; addresses, NEGs and policies stay
+/// empty). Errors: the first list that failed.
+pub async fn list_regional_candidates(
     compute: &Compute,
     region: &str,
+) -> Result<Candidates, SyncError> {
+    fn names<T>(
+        kind: &'static str,
+        listed: crate::compute::Result<Vec<T>>,
+        name: impl Fn(&T) -> Option<&String>,
+    ) -> Result<Vec<String>, SyncError> {
+        let items = listed.map_err(|e| SyncError::compute(kind, "(list)", e))?;
+        Ok(items.iter().filter_map(|i| name(i).cloned()).collect())
+    }
+    let (rules, http, https, maps, certs, services, checks) = futures::join!(
+        Box::pin(compute.list_region_forwarding_rules(region)),
+        Box::pin(compute.list_region_target_http_proxies(region)),
+        Box::pin(compute.list_region_target_https_proxies(region)),
+        Box::pin(compute.list_region_url_maps(region)),
+        Box::pin(compute.list_region_ssl_certificates(region)),
+        Box::pin(compute.list_region_backend_services(region)),
+        Box::pin(compute.list_region_health_checks(region)),
+    );
+    Ok(Candidates {
+        forwarding_rules: names(region_forwarding_rules::KIND, rules, |r| r.name.as_ref())?,
+        target_http_proxies: names(region_target_http_proxies::KIND, http, |p| p.name.as_ref())?,
+        target_https_proxies: names(region_target_https_proxies::KIND, https, |p| {
+            p.name.as_ref()
+        })?,
+        url_maps: names(region_url_maps::KIND, maps, |m: &model::UrlMap| {
+            m.name.as_ref()
+        })?,
+        ssl_certificates: names(region_ssl_certificates::KIND, certs, |c| c.name.as_ref())?,
+        backend_services: names(region_backend_services::KIND, services, |s| s.name.as_ref())?,
+        health_checks: names(region_health_checks::KIND, checks, |c| c.name.as_ref())?,
+        ..Candidates::default()
+    })
+}
+
+/// Deletes the stale among the regional `candidates` of `region`
+/// ([`list_regional_candidates`]): those that carry this cluster's names but no live internal
+/// Ingress wants (`live`: the internal Ingresses' frontends, certificate prefixes and backends),
+/// users first: forwarding rules, proxies, URL maps, certificates, backend services, health
+/// checks, each phase at once. The zonal NEGs are the global collection's ([`super::gc`]). Run
+/// it under the exclusive lock with `live` read there.
+pub async fn delete_regional_garbage(
+    compute: &Compute,
+    region: &str,
+    candidates: &Candidates,
     live: &LiveSet,
     changes: &mut Changes,
 ) -> Result<(), SyncError> {
-    let list_err = |kind| move |e| SyncError::compute(kind, "(list)", e);
-    fn stale<T>(
-        items: Vec<T>,
-        name: impl Fn(&T) -> Option<&String>,
-        is_stale: impl Fn(&str) -> bool,
-    ) -> Vec<String> {
-        items
-            .iter()
-            .filter_map(|i| name(i).cloned())
-            .filter(|n| is_stale(n))
-            .collect()
-    }
+    let c = candidates;
     // Each phase deletes at once through the global GC's `delete_each` (in-use skipped); the
     // futures are boxed, as in the sync graph, to keep the GC future small.
-    let rules = compute
-        .list_region_forwarding_rules(region)
-        .await
-        .map_err(list_err(region_forwarding_rules::KIND))?;
-    let names = stale(
-        rules,
-        |r| r.name.as_ref(),
-        |n| live.stale_frontend("fr", n) || live.stale_frontend("fs", n),
-    );
+    let names = stale(&c.forwarding_rules, |n| {
+        live.stale_frontend("fr", n) || live.stale_frontend("fs", n)
+    });
     delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = Box::pin(region_forwarding_rules::delete(
@@ -350,15 +377,7 @@ pub async fn collect_regional_garbage(
         (c, r)
     })
     .await?;
-    let proxies = compute
-        .list_region_target_http_proxies(region)
-        .await
-        .map_err(list_err(region_target_http_proxies::KIND))?;
-    let names = stale(
-        proxies,
-        |p| p.name.as_ref(),
-        |n| live.stale_frontend("tp", n),
-    );
+    let names = stale(&c.target_http_proxies, |n| live.stale_frontend("tp", n));
     delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = Box::pin(region_target_http_proxies::delete(
@@ -368,15 +387,7 @@ pub async fn collect_regional_garbage(
         (c, r)
     })
     .await?;
-    let proxies = compute
-        .list_region_target_https_proxies(region)
-        .await
-        .map_err(list_err(region_target_https_proxies::KIND))?;
-    let names = stale(
-        proxies,
-        |p| p.name.as_ref(),
-        |n| live.stale_frontend("ts", n),
-    );
+    let names = stale(&c.target_https_proxies, |n| live.stale_frontend("ts", n));
     delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = Box::pin(region_target_https_proxies::delete(
@@ -386,26 +397,14 @@ pub async fn collect_regional_garbage(
         (c, r)
     })
     .await?;
-    let maps = compute
-        .list_region_url_maps(region)
-        .await
-        .map_err(list_err(region_url_maps::KIND))?;
-    let names = stale(
-        maps,
-        |m: &model::UrlMap| m.name.as_ref(),
-        |n| live.stale_frontend("um", n),
-    );
+    let names = stale(&c.url_maps, |n| live.stale_frontend("um", n));
     delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = Box::pin(region_url_maps::delete(compute, region, &name, &mut c)).await;
         (c, r)
     })
     .await?;
-    let certs = compute
-        .list_region_ssl_certificates(region)
-        .await
-        .map_err(list_err(region_ssl_certificates::KIND))?;
-    let names = stale(certs, |c| c.name.as_ref(), |n| live.stale_certificate(n));
+    let names = stale(&c.ssl_certificates, |n| live.stale_certificate(n));
     delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = Box::pin(region_ssl_certificates::delete(
@@ -415,11 +414,7 @@ pub async fn collect_regional_garbage(
         (c, r)
     })
     .await?;
-    let services = compute
-        .list_region_backend_services(region)
-        .await
-        .map_err(list_err(region_backend_services::KIND))?;
-    let names = stale(services, |s| s.name.as_ref(), |n| live.stale_backend(n));
+    let names = stale(&c.backend_services, |n| live.stale_backend(n));
     delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = Box::pin(region_backend_services::delete(
@@ -429,11 +424,7 @@ pub async fn collect_regional_garbage(
         (c, r)
     })
     .await?;
-    let checks = compute
-        .list_region_health_checks(region)
-        .await
-        .map_err(list_err(region_health_checks::KIND))?;
-    let names = stale(checks, |c| c.name.as_ref(), |n| live.stale_backend(n));
+    let names = stale(&c.health_checks, |n| live.stale_backend(n));
     delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = Box::pin(region_health_checks::delete(compute, region, &name, &mut c)).await;

@@ -1,5 +1,6 @@
-//! Garbage collection against a scripted Compute API (`sync::gc::collect_garbage`): which
-//! names it deletes, which it leaves, and what an in-use or failed delete does to the rest.
+//! Garbage collection against a scripted Compute API (`sync::gc::list_candidates` then
+//! `delete_garbage`): which names it deletes, which it leaves, and what an in-use or failed
+//! delete does to the rest.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -10,7 +11,7 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::{list, other_lists_empty, G};
 use crate::compute::tests::{compute_for, done_op};
-use crate::sync::gc::{collect_garbage, LiveSet};
+use crate::sync::gc::{delete_garbage, list_candidates, LiveSet};
 use crate::sync::{Changes, SyncError};
 use crate::translate::namer::{self, FrontendNamer, Scheme};
 
@@ -181,7 +182,10 @@ async fn collect(
         .await;
     let compute = compute_for(server).await;
     let mut changes = Changes::new();
-    let result = collect_garbage(&compute, live, &mut changes).await;
+    let result = match list_candidates(&compute, &live.security_policy_prefix).await {
+        Ok(candidates) => delete_garbage(&compute, &candidates, live, &mut changes).await,
+        Err(e) => Err(e),
+    };
     let seen = deletes.0.lock().unwrap().clone();
     (result, changes, seen)
 }
