@@ -180,7 +180,7 @@ pub(crate) async fn cleanup_internal(
         return Ok(());
     };
     let namer = ctx.namer(ingress);
-    let _exclusive = ctx.gc_lock.write().await;
+    // Without the GC lock: these names are this Ingress's own (see `reconcile::cleanup`).
     Box::pin(delete_internal_frontend(
         &ctx.compute,
         &region,

@@ -311,7 +311,9 @@ async fn apply(
     }))
 }
 
-async fn sync_load_balancer(
+/// Syncs a global Ingress's backends and frontend under the shared side of the GC lock (the
+/// reserved address, if any, is read first, without it).
+pub(super) async fn sync_load_balancer(
     ctx: &Context,
     key: &ObjectKey,
     namer: &FrontendNamer,
@@ -363,6 +365,20 @@ async fn sync_load_balancer(
 
 /// Deletes the Ingress's frontend, then garbage-collects backends and the firewall rule that no
 /// other Ingress uses.
+///
+/// The frontend is deleted without the GC lock, so deleting many Ingresses runs their
+/// frontends' Operations side by side (up to `--workers`) rather than one after another
+/// (issue 26): per-object ordering, not a global lock. Its names (forwarding rules, proxies,
+/// URL maps, the managed address, the certificates under its prefix) are this Ingress's own,
+/// hashed from its namespace and name ([`FrontendNamer`]), so no other Ingress's sync or
+/// cleanup writes them. The one writer that could race is a reconcile of this same Ingress,
+/// and kube-runtime never runs two of one object at once (kube-runtime 5.0.0,
+/// `controller::Config::concurrency`: "a controller never schedules concurrent reconciles on
+/// the same object"; its `Runner` holds an object back while an equal one is being
+/// reconciled). A GC run may delete the same names meanwhile (a deleting Ingress is not live):
+/// whichever comes second finds them gone (the state cache, or a 404, counts as done), and an
+/// error only retries the cleanup. The shared backends stay GC's, under the exclusive lock:
+/// the `gc` below runs once the frontend no longer uses them.
 async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Error> {
     let key = ObjectKey::of(ingress);
     let sync_err = |source| Error::Sync {
@@ -384,7 +400,6 @@ async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Error> {
         ))
         .await?;
     } else {
-        let _exclusive = ctx.gc_lock.write().await;
         delete_frontend(&ctx.compute, &namer, &mut changes)
             .await
             .map_err(sync_err)?;
