@@ -29,6 +29,8 @@ pub mod coalesce;
 pub mod context;
 pub mod firewall;
 mod firewall_check;
+#[cfg(test)]
+mod gc_tests;
 mod internal;
 pub mod last_desired;
 pub mod leader_election;

@@ -379,7 +379,7 @@ pub(super) async fn sync_load_balancer(
 /// whichever comes second finds them gone (the state cache, or a 404, counts as done), and an
 /// error only retries the cleanup. The shared backends stay GC's, under the exclusive lock:
 /// the `gc` below runs once the frontend no longer uses them.
-async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Error> {
+pub(super) async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Error> {
     let key = ObjectKey::of(ingress);
     let sync_err = |source| Error::Sync {
         ingress: key_string(&key),

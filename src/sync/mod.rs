@@ -432,4 +432,4 @@ pub(crate) fn merge<T>(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -15,10 +15,10 @@ use crate::compute::tests::{compute_for, done_op, not_found};
 use crate::translate::{DesiredNeg, NegEndpoint};
 
 mod gc_tests;
-mod graph_tests;
+pub(crate) mod graph_tests;
 mod regional_tests;
 
-pub(super) const G: &str = "/compute/v1/projects/p1/global";
+pub(crate) const G: &str = "/compute/v1/projects/p1/global";
 const UM: &str = "/compute/v1/projects/p1/global/urlMaps";
 
 fn desired_url_map() -> model::UrlMap {
@@ -53,7 +53,7 @@ pub(super) async fn forbid_mutations(server: &MockServer) {
 }
 
 /// `GET {collection path}` answers `items`, exactly `times` times when given.
-pub(super) async fn list(server: &MockServer, collection: &str, items: Value, times: Option<u64>) {
+pub(crate) async fn list(server: &MockServer, collection: &str, items: Value, times: Option<u64>) {
     let mock = Mock::given(method("GET"))
         .and(path(collection))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "items": items })))
@@ -66,7 +66,7 @@ pub(super) async fn list(server: &MockServer, collection: &str, items: Value, ti
 }
 
 /// Every other collection list answers empty (lowest priority).
-pub(super) async fn other_lists_empty(server: &MockServer) {
+pub(crate) async fn other_lists_empty(server: &MockServer) {
     Mock::given(method("GET"))
         .and(path_regex(
             r"^/compute/v1/projects/p1/(global|zones/[^/]+)/[A-Za-z]+$",

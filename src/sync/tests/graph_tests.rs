@@ -87,9 +87,15 @@ impl wiremock::Respond for DoneAfter {
 }
 
 fn backend() -> DesiredBackend {
+    backend_named("b1")
+}
+
+/// A backend of Service port `default/web:80` whose health check, NEG (in zone `z1`, one
+/// endpoint) and backend service are all called `name`.
+pub(crate) fn backend_named(name: &str) -> DesiredBackend {
     let neg = DesiredNeg {
         zone: "z1".into(),
-        neg: model::NetworkEndpointGroup::new().set_name("b1"),
+        neg: model::NetworkEndpointGroup::new().set_name(name),
         endpoints: [NegEndpoint {
             ip_address: "127.64.0.1".into(),
             port: 8080,
@@ -104,10 +110,10 @@ fn backend() -> DesiredBackend {
             service: "web".into(),
             port: 80,
         },
-        health_check: model::HealthCheck::new().set_name("b1"),
+        health_check: model::HealthCheck::new().set_name(name),
         backend_service: model::BackendService::new()
-            .set_name("b1")
-            .set_health_checks(["projects/p1/global/healthChecks/b1"]),
+            .set_name(name)
+            .set_health_checks([format!("projects/p1/global/healthChecks/{name}")]),
         negs: vec![neg],
         firewall_ports: Default::default(),
         findings: Vec::new(),
