@@ -52,8 +52,16 @@ fn backend_name(ctx: &Context, service: &str) -> String {
     namer::backend(t.mode.scheme(), &t.gke_uid, "default", service, 80)
 }
 
-/// Every insert (and NEG attach) succeeds at once; every DELETE too.
-async fn writes_succeed(server: &MockServer) {
+/// Every list not scripted otherwise is empty (the aggregated NEG list too); every insert (and
+/// NEG attach) and every DELETE succeeds at once.
+async fn the_rest_empty_and_writes_succeed(server: &MockServer) {
+    Mock::given(method("GET"))
+        .and(path(NEGS))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": {}})))
+        .with_priority(20)
+        .mount(server)
+        .await;
+    other_lists_empty(server).await;
     let zonal = json!({"kind": "compute#operation", "name": "op-z", "status": "DONE",
         "zone": "https://x/compute/v1/projects/p1/zones/z1"});
     Mock::given(method("POST"))
@@ -125,8 +133,7 @@ async fn a_sync_goes_ahead_while_the_gc_lists() {
         )
         .mount(&server)
         .await;
-    other_lists_empty(&server).await;
-    writes_succeed(&server).await;
+    the_rest_empty_and_writes_succeed(&server).await;
     let ctx = context(&server).await;
     let gc = {
         let ctx = ctx.clone();
@@ -177,13 +184,7 @@ async fn a_backend_created_after_the_gc_lists_is_not_deleted() {
         )
         .await;
     }
-    Mock::given(method("GET"))
-        .and(path(NEGS))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": {}})))
-        .mount(&server)
-        .await;
-    other_lists_empty(&server).await;
-    writes_succeed(&server).await;
+    the_rest_empty_and_writes_succeed(&server).await;
 
     let candidates = ctx.gc_candidates().await.unwrap();
     // A sync (whose Ingress is gone again by the time GC decides) creates `new`.
@@ -236,13 +237,7 @@ async fn a_cleanup_deletes_its_frontend_while_a_sync_holds_the_shared_lock() {
         .respond_with(ResponseTemplate::new(200).set_body_json(body))
         .mount(&server)
         .await;
-    Mock::given(method("GET"))
-        .and(path(NEGS))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": {}})))
-        .mount(&server)
-        .await;
-    other_lists_empty(&server).await;
-    writes_succeed(&server).await;
+    the_rest_empty_and_writes_succeed(&server).await;
 
     let sync_in_flight = ctx.gc_lock.read().await;
     let cleanup = {
