@@ -14,6 +14,7 @@ use super::*;
 use crate::compute::tests::{compute_for, done_op, not_found};
 use crate::translate::{DesiredNeg, NegEndpoint};
 
+mod frontend_tests;
 mod gc_tests;
 mod graph_tests;
 mod regional_tests;
