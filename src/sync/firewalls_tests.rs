@@ -129,6 +129,8 @@ async fn blocked_ports_lists_the_network_project_once_per_ttl() {
         ])
     );
     assert_eq!(state.listed("k8s-fw-l7--uid"), Some(true));
+    // A rule missing from the listing is reported missing, though other rules are listed.
+    assert_eq!(state.listed("k8s-fw-l7--gone"), Some(false));
     let again = blocked_ports(&compute, net, [8080], &[], &mut state)
         .await
         .unwrap();

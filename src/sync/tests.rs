@@ -14,6 +14,8 @@ use super::*;
 use crate::compute::tests::{compute_for, done_op, not_found};
 use crate::translate::{DesiredNeg, NegEndpoint};
 
+mod answers_tests;
+mod frontend_tests;
 mod gc_tests;
 pub(crate) mod graph_tests;
 mod regional_tests;

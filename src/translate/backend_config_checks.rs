@@ -112,5 +112,19 @@ mod tests {
             e.contains("spec.timeoutSec is 0, outside 1..=2147483647"),
             "{e}"
         );
+        // Items of a list are checked too, and named by their index.
+        let e = check(
+            &key,
+            &spec(
+                serde_json::json!({"cdn": {"enabled": true, "negativeCachingPolicy": [
+                {"code": 404, "ttl": 30}, {"code": 200, "ttl": 30}]}}),
+            ),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("spec.cdn.negativeCachingPolicy[1].code is 200, outside 300..=599"),
+            "{e}"
+        );
     }
 }

@@ -336,20 +336,28 @@ fn certificates_are_ordered_and_rotation_renames_them() {
     );
 }
 
+/// A target HTTPS proxy holds at most 15 certificates: 15 translate, 16 or more are an error.
 #[test]
 fn too_many_certificates_is_an_error() {
-    let mut snapshot = features();
-    let ing = snapshot
-        .ingresses
-        .get_mut(&ObjectKey::new("default", "shop"))
-        .map(Arc::make_mut)
-        .unwrap();
-    let names: Vec<String> = (0..14).map(|i| format!("c{i}")).collect();
-    ing.metadata.annotations.as_mut().unwrap().insert(
-        "ingress.gcp.kubernetes.io/pre-shared-cert".into(),
-        names.join(","),
-    );
-    let err = translate(&snapshot, "shop").unwrap_err();
+    let with_pre_shared = |count: usize| {
+        let mut snapshot = features();
+        let ing = snapshot
+            .ingresses
+            .get_mut(&ObjectKey::new("default", "shop"))
+            .map(Arc::make_mut)
+            .unwrap();
+        let names: Vec<String> = (0..count).map(|i| format!("c{i}")).collect();
+        ing.metadata.annotations.as_mut().unwrap().insert(
+            "ingress.gcp.kubernetes.io/pre-shared-cert".into(),
+            names.join(","),
+        );
+        translate(&snapshot, "shop")
+    };
+    // The Ingress's own four certificates and 11 pre-shared ones: exactly the limit.
+    let at_limit = with_pre_shared(11).unwrap();
+    let proxy = at_limit.frontend.target_https_proxy.unwrap();
+    assert_eq!(proxy.ssl_certificates.len(), 15);
+    let err = with_pre_shared(14).unwrap_err();
     assert!(
         matches!(
             err,

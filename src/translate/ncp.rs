@@ -323,7 +323,10 @@ mod tests {
         let ranges: Vec<String> = (0..12).map(|i| format!("10.0.{i}.0/24")).collect();
         let p = security_policy(&config, &ranges);
         assert_eq!(p.rules.len(), 3);
+        // The allow rules count up from ALLOW_PRIORITY, each below the default rule.
         assert_eq!(p.rules[0].priority, Some(ALLOW_PRIORITY));
+        assert_eq!(p.rules[1].priority, Some(ALLOW_PRIORITY + 1));
+        assert_eq!(p.rules[2].priority, Some(DEFAULT_RULE_PRIORITY));
         let srcs = |i: usize| {
             p.rules[i]
                 .r#match

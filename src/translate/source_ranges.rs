@@ -92,3 +92,58 @@ pub fn apply(
     }
     attached.then_some(policy)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::super::test_support::{config, snapshot_from_yaml};
+    use super::super::{translate_ingress, ClusterSnapshot, DesiredIngress, ObjectKey};
+    use super::WHITELIST_SOURCE_RANGE;
+
+    fn features() -> ClusterSnapshot {
+        snapshot_from_yaml(include_str!("testdata/features.yaml"))
+    }
+
+    /// `shop` routes to `shop` (whose BackendConfig names a policy) and `secure-api`, which
+    /// `https-only` routes to as well: with the same list on both Ingresses, `secure-api` gets
+    /// the whitelist policy and the Ingress wants that policy created; `shop` keeps its
+    /// BackendConfig's policy and a Warning says why the list is not applied there.
+    #[test]
+    fn the_whitelist_policy_is_wanted_and_attached_where_no_one_else_decides() {
+        let mut snapshot = features();
+        for name in ["shop", "https-only"] {
+            let ingress = snapshot
+                .ingresses
+                .get_mut(&ObjectKey::new("default", name))
+                .map(Arc::make_mut)
+                .unwrap();
+            ingress
+                .metadata
+                .annotations
+                .get_or_insert_default()
+                .insert(WHITELIST_SOURCE_RANGE.into(), "10.0.0.0/8".into());
+        }
+        let shop = &snapshot.ingresses[&ObjectKey::new("default", "shop")];
+        let desired: DesiredIngress = translate_ingress(&snapshot, shop, &config()).unwrap();
+        let policy = desired.security_policy.expect("the whitelist policy");
+        let policy_ref = config().global_ref("securityPolicies", policy.name.as_deref().unwrap());
+        let on = |service: &str| {
+            desired
+                .backends
+                .values()
+                .find(|b| b.key.service == service)
+                .and_then(|b| b.backend_service.security_policy.clone())
+        };
+        assert_eq!(on("secure-api"), Some(policy_ref.clone()));
+        assert_ne!(on("shop"), Some(policy_ref));
+        assert!(
+            desired
+                .findings
+                .iter()
+                .any(|f| f.warning && f.message.contains("Service default/shop")),
+            "{:?}",
+            desired.findings
+        );
+    }
+}

@@ -408,3 +408,33 @@ pub fn owned_description(scheme: namer::Scheme, key: &ObjectKey) -> Option<Strin
         namer::Scheme::Own => Some(ingress_description(key)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{config, snapshot_from_yaml};
+    use super::super::{translate_ingress, Mode, ObjectKey};
+    use super::ingress_description;
+
+    /// In the operator's own scheme (`Coexist`) the URL map and the self-managed certificates
+    /// name their Ingress in their description (what `gcloud compute url-maps describe` shows an
+    /// admin); GKE's scheme (`Takeover`) writes none, as GKE's controller.
+    #[test]
+    fn owned_resources_name_their_ingress_in_the_own_scheme_only() {
+        let snapshot = snapshot_from_yaml(include_str!("testdata/features.yaml"));
+        let key = ObjectKey::new("default", "shop");
+        for (mode, want) in [
+            (Mode::Coexist, Some(ingress_description(&key))),
+            (Mode::Takeover, None),
+        ] {
+            let mut config = config();
+            config.mode = mode;
+            let desired = translate_ingress(&snapshot, &snapshot.ingresses[&key], &config).unwrap();
+            let url_map = desired.frontend.url_map.unwrap();
+            assert_eq!(url_map.description, want, "{mode:?}");
+            assert!(!desired.frontend.ssl_certificates.is_empty());
+            for cert in &desired.frontend.ssl_certificates {
+                assert_eq!(cert.description, want, "{mode:?} {:?}", cert.name);
+            }
+        }
+    }
+}

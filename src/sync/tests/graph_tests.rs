@@ -81,9 +81,35 @@ impl wiremock::Respond for DoneAfter {
         } else {
             "RUNNING"
         };
-        ResponseTemplate::new(200)
-            .set_body_json(json!({"kind": "compute#operation", "name": self.op, "status": status}))
+        ResponseTemplate::new(200).set_body_json(operation(self.op, status))
     }
+}
+
+/// A global Operation `name` in `status` (`RUNNING`, `DONE`).
+fn operation(name: &str, status: &str) -> serde_json::Value {
+    json!({"kind": "compute#operation", "name": name, "status": status})
+}
+
+/// Scripts an insert whose Operation finishes late: `POST {insert}` (once) logs `inserted` and
+/// answers the RUNNING Operation `op`, whose `wait` answers as [`DoneAfter`] (`awaited`, `done`).
+async fn insert_done_after(
+    server: &MockServer,
+    log: &Log,
+    insert: String,
+    inserted: &'static str,
+    (op, awaited, done): (&'static str, &'static str, &'static str),
+) {
+    Mock::given(method("POST"))
+        .and(path(insert))
+        .respond_with(Logged(log.clone(), inserted, operation(op, "RUNNING")))
+        .expect(1)
+        .mount(server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{G}/operations/{op}/wait")))
+        .respond_with(DoneAfter::new(log, op, awaited, done))
+        .mount(server)
+        .await;
 }
 
 fn backend() -> DesiredBackend {
@@ -129,26 +155,14 @@ async fn a_new_backend_sends_its_health_check_and_neg_at_once_then_the_rest() {
     other_lists_empty(&server).await;
     let log = Log::default();
     let z = "/compute/v1/projects/p1/zones/z1";
-    Mock::given(method("POST"))
-        .and(path(format!("{G}/healthChecks")))
-        .respond_with(Logged(
-            log.clone(),
-            "health check insert",
-            json!({"kind": "compute#operation", "name": "op-hc", "status": "RUNNING"}),
-        ))
-        .expect(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path(format!("{G}/operations/op-hc/wait")))
-        .respond_with(DoneAfter::new(
-            &log,
-            "op-hc",
-            "neg insert",
-            "health check done",
-        ))
-        .mount(&server)
-        .await;
+    insert_done_after(
+        &server,
+        &log,
+        format!("{G}/healthChecks"),
+        "health check insert",
+        ("op-hc", "neg insert", "health check done"),
+    )
+    .await;
     let zonal_done = json!({"kind": "compute#operation", "name": "op-z", "status": "DONE",
         "zone": "https://x/compute/v1/projects/p1/zones/z1"});
     for (p, event) in [
@@ -224,7 +238,8 @@ async fn a_new_backend_sends_its_health_check_and_neg_at_once_then_the_rest() {
     assert_eq!(server.received_requests().await.unwrap().len(), before);
 }
 
-fn frontend(namer: &FrontendNamer) -> DesiredFrontend {
+/// A one-rule (HTTP) frontend routing everything to `b1`.
+pub(super) fn frontend(namer: &FrontendNamer) -> DesiredFrontend {
     let (um, tp, fr) = (
         namer.url_map(),
         namer.target_http_proxy(),
@@ -251,8 +266,9 @@ fn frontend(namer: &FrontendNamer) -> DesiredFrontend {
     }
 }
 
-/// The lists of a frontend in sync on the server (full URLs, server defaults).
-async fn frontend_in_sync(server: &MockServer, namer: &FrontendNamer) {
+/// The lists of a frontend in sync on the server (full URLs, server defaults); `address`: with
+/// its managed address (else the rule's IP is ephemeral).
+pub(super) async fn frontend_in_sync(server: &MockServer, namer: &FrontendNamer, address: bool) {
     let full = "https://compute.googleapis.com/compute/v1/projects/p1/global";
     let (um, tp, fr) = (
         namer.url_map(),
@@ -285,13 +301,12 @@ async fn frontend_in_sync(server: &MockServer, namer: &FrontendNamer) {
         Some(1),
     )
     .await;
-    list(
-        server,
-        &format!("{G}/addresses"),
-        json!([{"name": fr, "address": "127.130.0.9", "status": "IN_USE"}]),
-        Some(1),
-    )
-    .await;
+    let addresses = if address {
+        json!([{"name": fr, "address": "127.130.0.9", "status": "IN_USE"}])
+    } else {
+        json!([])
+    };
+    list(server, &format!("{G}/addresses"), addresses, Some(1)).await;
     Mock::given(method("GET"))
         .and(path(format!("{G}/forwardingRules/{fr}")))
         .respond_with(ResponseTemplate::new(200).set_body_json(rule))
@@ -314,7 +329,7 @@ async fn an_in_sync_frontend_resync_reads_only_its_forwarding_rule() {
         "default",
         "web",
     );
-    frontend_in_sync(&server, &namer).await;
+    frontend_in_sync(&server, &namer, true).await;
     other_lists_empty(&server).await;
     Mock::given(method("GET"))
         .respond_with(not_found())
@@ -366,26 +381,14 @@ async fn the_proxy_does_not_wait_for_the_address() {
             .mount(&server)
             .await;
     }
-    Mock::given(method("POST"))
-        .and(path(format!("{G}/addresses")))
-        .respond_with(Logged(
-            log.clone(),
-            "address insert",
-            json!({"kind": "compute#operation", "name": "op-ad", "status": "RUNNING"}),
-        ))
-        .expect(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path(format!("{G}/operations/op-ad/wait")))
-        .respond_with(DoneAfter::new(
-            &log,
-            "op-ad",
-            "proxy insert",
-            "address done",
-        ))
-        .mount(&server)
-        .await;
+    insert_done_after(
+        &server,
+        &log,
+        format!("{G}/addresses"),
+        "address insert",
+        ("op-ad", "proxy insert", "address done"),
+    )
+    .await;
     Mock::given(method("GET"))
         .and(path(format!("{G}/addresses/{fr}")))
         .respond_with(
@@ -430,7 +433,7 @@ async fn a_rule_deleted_behind_our_back_is_recreated_at_the_next_sync() {
         .with_priority(1)
         .mount(&server)
         .await;
-    frontend_in_sync(&server, &namer).await;
+    frontend_in_sync(&server, &namer, true).await;
     other_lists_empty(&server).await;
     // The refetch of the rest of the frontend: still there.
     for p in [

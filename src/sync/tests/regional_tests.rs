@@ -1,4 +1,5 @@
-//! Regional frontends against a scripted Compute API (`sync::region_forwarding_rules`).
+//! Regional load balancers against a scripted Compute API: forwarding rules, URL maps,
+//! certificates and the backends annotation's health (`sync::region_*`, `sync::regional`).
 
 use google_cloud_compute_v1::model;
 use serde_json::json;
@@ -6,8 +7,10 @@ use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::forbid_mutations;
-use crate::compute::tests::{compute_for, done_op};
-use crate::sync::{region_forwarding_rules, Changes};
+use crate::compute::tests::{compute_for, done_op, not_found};
+use crate::sync::{
+    region_forwarding_rules, region_ssl_certificates, region_url_maps, regional, Changes,
+};
 
 const FR: &str = "/compute/v1/projects/p1/regions/r1/forwardingRules/fr1";
 const PROXY: &str = "projects/p1/regions/r1/targetHttpProxies";
@@ -63,4 +66,227 @@ async fn a_regional_rule_changes_target_in_place_and_is_left_alone_in_sync() {
         .await
         .unwrap();
     assert!(changes.is_empty(), "{changes:?}");
+}
+
+const R: &str = "/compute/v1/projects/p1/regions/r1";
+
+/// A regional rule on the desired network and subnetwork (named relatively in the desired rule,
+/// as full URLs by the API) is kept; one on another subnetwork cannot be patched and is
+/// replaced (deleted, then inserted and its new IP read).
+#[tokio::test]
+async fn a_regional_rule_is_kept_on_its_subnetwork_and_replaced_on_another() {
+    let observed = json!({
+        "name": "fr1", "IPAddress": "10.0.0.5", "portRange": "80-80",
+        "loadBalancingScheme": "INTERNAL_MANAGED",
+        "network": "https://x/compute/v1/projects/p1/global/networks/net1",
+        "subnetwork": "https://x/compute/v1/projects/p1/regions/r1/subnetworks/s1",
+        "target": format!("https://x/compute/v1/{PROXY}/tp1"),
+    });
+    let on = |subnet: &str| {
+        desired()
+            .set_network("projects/p1/global/networks/net1")
+            .set_subnetwork(format!("projects/p1/regions/r1/subnetworks/{subnet}"))
+    };
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(FR))
+        .respond_with(ResponseTemplate::new(200).set_body_json(observed.clone()))
+        .mount(&server)
+        .await;
+    forbid_mutations(&server).await;
+    let compute = compute_for(&server).await;
+    let mut changes = Changes::new();
+    let ip = region_forwarding_rules::ensure(&compute, "r1", &on("s1"), &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(ip.as_deref(), Some("10.0.0.5"));
+    assert!(changes.is_empty(), "{changes:?}");
+
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(FR))
+        .respond_with(ResponseTemplate::new(200).set_body_json(observed))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(FR))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "name": "fr1", "IPAddress": "10.0.1.7"})))
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .and(path(FR))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-d")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{R}/forwardingRules")))
+        .and(body_partial_json(json!({
+            "subnetwork": "projects/p1/regions/r1/subnetworks/s2"})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-i")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let mut changes = Changes::new();
+    let ip = region_forwarding_rules::ensure(&compute, "r1", &on("s2"), &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(ip.as_deref(), Some("10.0.1.7"));
+    let done: Vec<String> = changes.iter().map(|c| c.to_string()).collect();
+    assert_eq!(
+        done,
+        [
+            "ForwardingRule \"fr1\" deleted",
+            "ForwardingRule \"fr1\" created"
+        ]
+    );
+}
+
+/// A missing regional URL map is inserted; one whose insert loses a race (409) is read again
+/// and compared, and as the winner made it as desired nothing more is sent.
+#[tokio::test]
+async fn a_regional_url_map_is_inserted_and_an_insert_race_is_read_again() {
+    let desired = model::UrlMap::new()
+        .set_name("um1")
+        .set_default_service("projects/p1/regions/r1/backendServices/b1");
+    let um = format!("{R}/urlMaps/um1");
+    for race in [false, true] {
+        let server = MockServer::start().await;
+        let (code, body) = if race {
+            (
+                409,
+                json!({"error": {"code": 409, "message": "already exists", "status": "ALREADY_EXISTS"}}),
+            )
+        } else {
+            (200, done_op("op-um"))
+        };
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/urlMaps")))
+            .and(body_partial_json(json!({"name": "um1"})))
+            .respond_with(ResponseTemplate::new(code).set_body_json(body))
+            .expect(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path(um.as_str()))
+            .respond_with(not_found())
+            .up_to_n_times(1)
+            .with_priority(1)
+            .expect(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path(um.as_str()))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "name": "um1", "fingerprint": "YWJj",
+                "defaultService": "https://x/compute/v1/projects/p1/regions/r1/backendServices/b1"})))
+            .expect(u64::from(race))
+            .mount(&server)
+            .await;
+        let compute = compute_for(&server).await;
+        let mut changes = Changes::new();
+        region_url_maps::ensure(&compute, "r1", &desired, &mut changes)
+            .await
+            .unwrap();
+        let done: Vec<String> = changes.iter().map(|c| c.to_string()).collect();
+        let want: &[&str] = if race {
+            &[]
+        } else {
+            &["UrlMap \"um1\" created"]
+        };
+        assert_eq!(done, want, "race: {race}");
+    }
+}
+
+/// The regional certificates of an internal Ingress that it no longer names are deleted; the
+/// ones it names and other prefixes' are left.
+#[tokio::test]
+async fn stale_regional_certificates_are_deleted_and_kept_ones_left() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{R}/sslCertificates")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": [
+            {"name": "k8s2-cr-a-kept"}, {"name": "k8s2-cr-a-old"}, {"name": "user-cert"}]})))
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .and(path(format!("{R}/sslCertificates/k8s2-cr-a-old")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-d")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .respond_with(ResponseTemplate::new(500))
+        .with_priority(10)
+        .expect(0)
+        .named("DELETE of another certificate")
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let mut changes = Changes::new();
+    region_ssl_certificates::delete_stale(
+        &compute,
+        "r1",
+        "k8s2-cr-a-",
+        &["k8s2-cr-a-kept"],
+        &mut changes,
+    )
+    .await
+    .unwrap();
+    let done: Vec<String> = changes.iter().map(|c| c.to_string()).collect();
+    assert_eq!(done, ["SslCertificate \"k8s2-cr-a-old\" deleted"]);
+}
+
+/// The `ingress.kubernetes.io/backends` state of a regional backend service: HEALTHY when any
+/// endpoint of any group is, else the last state seen, "Unknown" when the service is missing.
+#[tokio::test]
+async fn regional_backend_health_prefers_healthy_across_groups() {
+    let server = MockServer::start().await;
+    let bs = format!("{R}/backendServices/b1");
+    let group = |zone: &str| {
+        format!("https://x/compute/v1/projects/p1/zones/{zone}/networkEndpointGroups/n1")
+    };
+    Mock::given(method("GET"))
+        .and(path(bs.as_str()))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"name": "b1",
+            "backends": [{"group": group("z1")}, {"group": group("z2")}]})),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{R}/backendServices/b2")))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"name": "b2",
+            "backends": [{"group": group("z1")}]})),
+        )
+        .mount(&server)
+        .await;
+    for (service, zone, state) in [
+        ("b1", "z1", "UNHEALTHY"),
+        ("b1", "z2", "HEALTHY"),
+        ("b2", "z1", "UNHEALTHY"),
+    ] {
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/backendServices/{service}/getHealth")))
+            .and(body_partial_json(json!({"group": group(zone)})))
+            .respond_with(ResponseTemplate::new(200).set_body_json(
+                json!({"healthStatus": [{"ipAddress": "10.0.0.9", "port": 80, "healthState": state}]}),
+            ))
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("GET"))
+        .respond_with(not_found())
+        .with_priority(40)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    assert_eq!(regional::health(&compute, "r1", "b1").await, "HEALTHY");
+    assert_eq!(regional::health(&compute, "r1", "b2").await, "UNHEALTHY");
+    assert_eq!(regional::health(&compute, "r1", "missing").await, "Unknown");
 }

@@ -1,0 +1,288 @@
+//! What each sync does with the Compute API's error answers: an insert that loses a race
+//! (409), a write to something deleted behind the operator's back (404), a refused write (403),
+//! and a 404 that names a missing SSL policy. Each answer is scripted once; the test asserts
+//! what the user gets (the resource in place, or the error naming the fix).
+
+use google_cloud_compute_v1::model;
+use serde_json::json;
+use wiremock::matchers::{body_partial_json, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use super::{list, other_lists_empty, G};
+use crate::compute::tests::{compute_for, done_op};
+use crate::sync::{
+    addresses, firewalls, network_endpoint_groups, security_policies, target_http_proxies,
+    target_https_proxies, url_maps, Changes, SyncError,
+};
+use crate::translate::DesiredNeg;
+
+/// A Compute error answer: `code`, its `status` and a message.
+fn answer(code: u16, status: &str, message: &str) -> ResponseTemplate {
+    ResponseTemplate::new(code)
+        .set_body_json(json!({"error": {"code": code, "message": message, "status": status}}))
+}
+
+/// `verb path` answers `response` exactly once, ahead of every other mock.
+async fn once(server: &MockServer, verb: &str, at: &str, response: ResponseTemplate) {
+    Mock::given(method(verb))
+        .and(path(at))
+        .respond_with(response)
+        .up_to_n_times(1)
+        .expect(1)
+        .with_priority(1)
+        .mount(server)
+        .await;
+}
+
+fn events(changes: &Changes) -> Vec<String> {
+    changes.iter().map(|c| c.to_string()).collect()
+}
+
+/// A fresh managed address whose insert loses a race (409: another worker reserved it first)
+/// is not an error: the IP the winner got is read back and used, and no creation is reported.
+#[tokio::test]
+async fn a_fresh_address_that_loses_the_insert_race_uses_the_winners_ip() {
+    let server = MockServer::start().await;
+    let addresses_path = format!("{G}/addresses");
+    once(
+        &server,
+        "POST",
+        &addresses_path,
+        answer(409, "ALREADY_EXISTS", "The resource 'fr1' already exists"),
+    )
+    .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{addresses_path}/fr1")))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"name": "fr1", "address": "127.130.0.8"})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let mut changes = Changes::new();
+    let ip = addresses::ensure_managed(&compute, "fr1", None, &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(ip, "127.130.0.8");
+    assert!(changes.is_empty(), "the winner created it: {changes:?}");
+}
+
+/// An HTTPS proxy naming an SSL policy that does not exist (the insert answers 404 naming the
+/// policy) fails with [`SyncError::SslPolicyNotFound`], which the controller's Event turns into
+/// "create it or fix spec.sslPolicy"; a 404 naming something else stays the Compute error.
+#[tokio::test]
+async fn a_missing_ssl_policy_is_named_as_such_and_other_404s_are_not() {
+    let policy = "projects/p1/global/sslPolicies/strict";
+    let proxy = model::TargetHttpsProxy::new()
+        .set_name("ts1")
+        .set_url_map("projects/p1/global/urlMaps/um1")
+        .set_ssl_certificates(["projects/p1/global/sslCertificates/c1"])
+        .set_ssl_policy(policy);
+    for (message, policy_named) in [
+        (format!("The resource '{policy}' was not found"), true),
+        (
+            "The resource 'projects/p1/global/urlMaps/um1' was not found".to_string(),
+            false,
+        ),
+    ] {
+        let server = MockServer::start().await;
+        other_lists_empty(&server).await;
+        once(
+            &server,
+            "POST",
+            &format!("{G}/targetHttpsProxies"),
+            answer(404, "NOT_FOUND", &message),
+        )
+        .await;
+        let compute = compute_for(&server).await;
+        let mut changes = Changes::new();
+        let err = target_https_proxies::ensure(&compute, &proxy, &mut changes)
+            .await
+            .unwrap_err();
+        match err {
+            SyncError::SslPolicyNotFound {
+                name, policy: p, ..
+            } if policy_named => {
+                assert_eq!((name.as_str(), p.as_str()), ("ts1", policy));
+            }
+            SyncError::Compute { .. } if !policy_named => {}
+            other => panic!("{message}: {other:?}"),
+        }
+        assert!(changes.is_empty(), "{changes:?}");
+    }
+}
+
+/// A NEG whose insert loses a race (409) exists: the sync goes on without an error or a
+/// reported creation.
+#[tokio::test]
+async fn a_neg_that_loses_the_insert_race_is_kept() {
+    let server = MockServer::start().await;
+    other_lists_empty(&server).await;
+    once(
+        &server,
+        "POST",
+        "/compute/v1/projects/p1/zones/z1/networkEndpointGroups",
+        answer(409, "ALREADY_EXISTS", "The resource 'neg1' already exists"),
+    )
+    .await;
+    let compute = compute_for(&server).await;
+    let desired = DesiredNeg {
+        zone: "z1".into(),
+        neg: model::NetworkEndpointGroup::new().set_name("neg1"),
+        endpoints: Default::default(),
+    };
+    let mut changes = Changes::new();
+    network_endpoint_groups::ensure(&compute, &desired, &mut changes)
+        .await
+        .unwrap();
+    assert!(changes.is_empty(), "{changes:?}");
+}
+
+/// A target HTTP proxy deleted behind the operator's back (its `setUrlMap` answers 404) is
+/// inserted again, pointing at the desired URL map.
+#[tokio::test]
+async fn a_proxy_gone_when_its_url_map_is_set_is_inserted_again() {
+    let server = MockServer::start().await;
+    let proxies = format!("{G}/targetHttpProxies");
+    list(
+        &server,
+        &proxies,
+        json!([{"name": "tp1", "urlMap": "projects/p1/global/urlMaps/old"}]),
+        Some(1),
+    )
+    .await;
+    once(
+        &server,
+        "POST",
+        // setUrlMap has no `global/` in its path (Compute API reference).
+        "/compute/v1/projects/p1/targetHttpProxies/tp1/setUrlMap",
+        answer(404, "NOT_FOUND", "The resource 'tp1' was not found"),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path(proxies.as_str()))
+        .and(body_partial_json(
+            json!({"name": "tp1", "urlMap": "projects/p1/global/urlMaps/um1"}),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let desired = model::TargetHttpProxy::new()
+        .set_name("tp1")
+        .set_url_map("projects/p1/global/urlMaps/um1");
+    let mut changes = Changes::new();
+    target_http_proxies::ensure(&compute, &desired, &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(events(&changes), ["TargetProxy \"tp1\" created"]);
+}
+
+/// A URL map deleted behind the operator's back (its update answers 404) is inserted again
+/// (`sync::ensure_observed`).
+#[tokio::test]
+async fn a_url_map_gone_when_it_is_updated_is_inserted_again() {
+    let server = MockServer::start().await;
+    let maps = format!("{G}/urlMaps");
+    list(
+        &server,
+        &maps,
+        json!([{"name": "um1", "fingerprint": "YWJj",
+            "defaultService": "projects/p1/global/backendServices/old"}]),
+        Some(1),
+    )
+    .await;
+    once(
+        &server,
+        "PUT",
+        &format!("{maps}/um1"),
+        answer(404, "NOT_FOUND", "The resource 'um1' was not found"),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path(maps.as_str()))
+        .and(body_partial_json(
+            json!({"name": "um1", "defaultService": "projects/p1/global/backendServices/b1"}),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let desired = model::UrlMap::new()
+        .set_name("um1")
+        .set_default_service("projects/p1/global/backendServices/b1");
+    let mut changes = Changes::new();
+    url_maps::ensure(&compute, &desired, &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(events(&changes), ["UrlMap \"um1\" created"]);
+}
+
+/// A security policy insert refused for another reason than a race (here 400) fails the sync:
+/// no backend service may name a policy that does not exist.
+#[tokio::test]
+async fn a_refused_security_policy_insert_fails_the_sync() {
+    let server = MockServer::start().await;
+    let policies = format!("{G}/securityPolicies");
+    Mock::given(method("GET"))
+        .and(path(format!("{policies}/sp1")))
+        .respond_with(crate::compute::tests::not_found())
+        .mount(&server)
+        .await;
+    once(
+        &server,
+        "POST",
+        &policies,
+        answer(
+            400,
+            "INVALID_ARGUMENT",
+            "Invalid value for field 'resource.rules'",
+        ),
+    )
+    .await;
+    let compute = compute_for(&server).await;
+    let mut changes = Changes::new();
+    let err = security_policies::ensure(
+        &compute,
+        &model::SecurityPolicy::new().set_name("sp1"),
+        &mut changes,
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("sp1"), "{err}");
+    assert!(changes.is_empty(), "{changes:?}");
+}
+
+/// The shared firewall rule's delete: a 403 (Shared VPC: the admin owns the rule) is only
+/// logged, as GKE does; any other refusal is an error, and the rule is not taken as gone (the
+/// next delete is sent again).
+#[tokio::test]
+async fn a_firewall_delete_is_forgiven_only_when_forbidden() {
+    let fw = "/compute/v1/projects/host/global/firewalls/k8s-fw-l7--uid";
+    for (code, status, forgiven) in [
+        (403, "PERMISSION_DENIED", true),
+        (400, "INVALID_ARGUMENT", false),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("DELETE"))
+            .and(path(fw))
+            .respond_with(answer(code, status, "scripted refusal"))
+            .expect(2)
+            .mount(&server)
+            .await;
+        let compute = compute_for(&server).await;
+        let mut state = firewalls::RuleState::default();
+        for _ in 0..2 {
+            let mut changes = Changes::new();
+            let result =
+                firewalls::delete(&compute, "host", "k8s-fw-l7--uid", &mut state, &mut changes)
+                    .await;
+            assert_eq!(result.is_ok(), forgiven, "{code}: {result:?}");
+            assert!(changes.is_empty(), "{changes:?}");
+        }
+    }
+}
