@@ -105,21 +105,7 @@ fn edits_to_the_ingress_and_services_change_routing_and_deletion_cleans_up() -> 
     sys.wait_for_response(&socket, "your-store.example", "/products", 200, "products-")?;
 
     // Add a path and a host.
-    sys.apply(
-        r#"
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: my-ingress
-spec:
-  rules:
-  - host: your-store.example
-    http:
-      paths:
-      - path: /products
-        pathType: ImplementationSpecific
-        backend: {service: {name: my-products, port: {number: 60000}}}
-      - path: /discounted
+    let more = r#"      - path: /discounted
         pathType: ImplementationSpecific
         backend: {service: {name: my-discounted-products, port: {number: 80}}}
       - path: /sale
@@ -131,8 +117,8 @@ spec:
       - path: /
         pathType: Prefix
         backend: {service: {name: my-products, port: {number: 60000}}}
-"#,
-    )?;
+"#;
+    sys.apply(&(fanout::ingress("my-ingress", None, false) + more))?;
     let sale = sys.wait_for_response(
         &socket,
         "your-store.example",
@@ -369,22 +355,7 @@ fn drop_discounted_and_wait_for_collection(sys: &System, socket: &str, host: &st
     };
     assert_eq!(discounted(sys.compute_names("backendServices")?).len(), 1);
 
-    sys.apply(
-        r#"
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: my-ingress
-spec:
-  rules:
-  - host: your-store.example
-    http:
-      paths:
-      - path: /products
-        pathType: ImplementationSpecific
-        backend: {service: {name: my-products, port: {number: 60000}}}
-"#,
-    )?;
+    sys.apply(&fanout::ingress("my-ingress", None, false))?;
     wait_for(
         "my-discounted-products' backend to be collected",
         DEADLINE,

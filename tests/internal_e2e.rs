@@ -26,24 +26,10 @@ use support::*;
 
 const HOST: &str = "your-store.example";
 
-const INTERNAL: &str = r#"
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: internal
-  annotations:
-    kubernetes.io/ingress.class: gce-internal
-spec:
-  defaultBackend:
-    service: {name: my-discounted-products, port: {number: 80}}
-  rules:
-  - host: your-store.example
-    http:
-      paths:
-      - path: /products
-        pathType: ImplementationSpecific
-        backend: {service: {name: my-products, port: {number: 60000}}}
-"#;
+/// The internal Ingress: the fanout's `/products` rule, `my-discounted-products` by default.
+fn internal_ingress() -> String {
+    fanout::ingress("internal", Some("gce-internal"), true)
+}
 
 #[test]
 fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> {
@@ -59,7 +45,7 @@ fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> 
         "compute/v1/projects/{PROJECT}/global/firewalls/default-allow-internal"
     ))?;
     sys.apply_path(&repo_root().join("docs/examples"))?;
-    sys.apply(INTERNAL)?;
+    sys.apply(&internal_ingress())?;
     sys.start_operator(&[])?;
 
     // 1. No proxy-only subnet: a Warning with the command, and nothing regional was created.
@@ -161,7 +147,7 @@ fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> 
         &format!("--cert={}", pem.join("tls.crt").display()),
         &format!("--key={}", pem.join("tls.key").display()),
     ])?;
-    sys.apply(&INTERNAL.replace(
+    sys.apply(&internal_ingress().replace(
         "    kubernetes.io/ingress.class: gce-internal\nspec:\n",
         "    kubernetes.io/ingress.class: gce-internal\n    kubernetes.io/ingress.regional-static-ip-name: internal-vip\nspec:\n  tls:\n  - secretName: internal-tls\n",
     ))?;
@@ -206,7 +192,7 @@ fn internal_ingress_beside_an_external_one_on_the_same_services() -> Result<()> 
     }
 
     // 7. Built again, then deleting the external Ingress leaves the internal one serving.
-    sys.apply(INTERNAL)?;
+    sys.apply(&internal_ingress())?;
     let ip = sys.wait_for_ingress_ip("default", "internal")?;
     let internal = sys.wait_for_listener(&ip, 80)?;
     sys.wait_for_response(&internal, HOST, "/products", 200, "products-")?;

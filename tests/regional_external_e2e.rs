@@ -24,24 +24,10 @@ use support::*;
 
 const HOST: &str = "your-store.example";
 
-const REGIONAL: &str = r#"
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: regional
-  annotations:
-    kubernetes.io/ingress.class: gce-regional-external
-spec:
-  defaultBackend:
-    service: {name: my-discounted-products, port: {number: 80}}
-  rules:
-  - host: your-store.example
-    http:
-      paths:
-      - path: /products
-        pathType: ImplementationSpecific
-        backend: {service: {name: my-products, port: {number: 60000}}}
-"#;
+/// The regional external Ingress: the fanout's `/products` rule, `my-discounted-products` by default.
+fn regional_ingress() -> String {
+    fanout::ingress("regional", Some("gce-regional-external"), true)
+}
 
 fn ingress_ip(sys: &System) -> Result<Option<String>> {
     let ing = sys.get_json(&["ingress", "regional"])?;
@@ -54,7 +40,7 @@ fn ingress_ip(sys: &System) -> Result<Option<String>> {
 fn regional_external_ingress_beside_a_global_one_on_the_same_services() -> Result<()> {
     let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
     sys.apply_path(&repo_root().join("docs/examples"))?;
-    sys.apply(REGIONAL)?;
+    sys.apply(&regional_ingress())?;
     sys.start_operator(&[])?;
 
     // 1. No proxy-only subnet: a Warning with the command, and nothing regional was created.
@@ -138,7 +124,7 @@ fn regional_external_ingress_beside_a_global_one_on_the_same_services() -> Resul
     sys.wait_for_response(&external, HOST, "/products", 200, "products-")?;
 
     // 6. Built again, then deleting the global Ingress leaves the regional one serving.
-    sys.apply(REGIONAL)?;
+    sys.apply(&regional_ingress())?;
     let ip = sys.wait_for_ingress_ip("default", "regional")?;
     let regional = sys.wait_for_listener(&ip, 80)?;
     sys.kubectl_ok(&["delete", "ingress", "my-ingress", "--wait=true"])?;

@@ -156,6 +156,30 @@ where
     reader
 }
 
+/// A store and the reflector of every `K` in the cluster that keeps it, each object `prune`d
+/// before it is stored: the controller's trigger streams ([`Stores::ingress_stream`],
+/// [`Stores::pod_stream`]) are made from its watch events. The store is fed only as the stream
+/// is polled (nothing is spawned).
+fn trigger_reflector<K>(
+    client: &Client,
+    prune: fn(&mut K),
+) -> (
+    Store<K>,
+    impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (reader, writer) = reflector::store();
+    let api: Api<K> = Api::all(client.clone());
+    let events = reflector::reflector(
+        writer,
+        watcher(api, watcher::Config::default()).modify(prune),
+    );
+    (reader, events)
+}
+
 /// Starts the Node metadata reflector (names and labels are all the operator needs: the zone)
 /// and returns its store and a channel holding the set of Node zones, changed only when that
 /// set changes (a zone's first Node appears or its last one goes).
@@ -278,14 +302,8 @@ impl Stores {
         Store<Ingress>,
         impl futures::Stream<Item = Result<Ingress, watcher::Error>> + Send + 'static,
     ) {
-        let (reader, writer) = reflector::store();
-        let api: Api<Ingress> = Api::all(client.clone());
-        let stream = reflector::reflector(
-            writer,
-            watcher(api, watcher::Config::default()).modify(prune::metadata::<Ingress>),
-        )
-        .applied_objects();
-        (reader, stream)
+        let (reader, events) = trigger_reflector(client, prune::metadata::<Ingress>);
+        (reader, events.applied_objects())
     }
 
     /// The Pod store's reflector, as the controller's Pod trigger stream: one watch of the
@@ -299,14 +317,8 @@ impl Stores {
         Store<PodRecord>,
         impl futures::Stream<Item = Result<PodRecord, watcher::Error>> + Send + 'static,
     ) {
-        let (reader, writer) = reflector::store();
-        let api: Api<PodRecord> = Api::all(client.clone());
-        let stream = reflector::reflector(
-            writer,
-            watcher(api, watcher::Config::default()).modify(PodRecord::prune),
-        )
-        .touched_objects();
-        (reader, stream)
+        let (reader, events) = trigger_reflector(client, PodRecord::prune);
+        (reader, events.touched_objects())
     }
 
     /// Spawns the one task that waits on every store's first list and then publishes readiness.

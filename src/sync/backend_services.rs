@@ -1,7 +1,10 @@
 //! Backend services (`compute.backendServices`): one per Service port, shared by Ingresses.
 //! Updates send the observed fingerprint (412 on a stale one; sync refetches and retries).
 
+use std::borrow::Cow;
+
 use google_cloud_compute_v1::model;
+use sha2::{Digest as _, Sha256};
 
 use super::{record, Action, Changes, Managed, SyncError};
 use crate::compute::reference::normalize;
@@ -28,6 +31,26 @@ impl Managed for model::BackendService {
     }
     fn clear_fingerprint(&mut self) {
         self.fingerprint = None;
+    }
+    /// `iap.oauth2ClientSecret` is input only: Compute Engine never returns it and serves
+    /// `iap.oauth2ClientSecretSha256`, the SHA-256 of the secret in lowercase hex, instead
+    /// (Compute API v1 reference, `BackendServiceIAP`). GKE compares that hash to tell whether
+    /// the credentials changed (ingress-gce `pkg/backends/features/iap.go`); so do we.
+    fn as_served(&self) -> Cow<'_, Self> {
+        let Some(secret) = self
+            .iap
+            .as_ref()
+            .and_then(|i| i.oauth_2_client_secret.as_ref())
+        else {
+            return Cow::Borrowed(self);
+        };
+        let hash = hex::encode(Sha256::digest(secret));
+        let mut served = self.clone();
+        if let Some(iap) = served.iap.as_mut() {
+            iap.oauth_2_client_secret = None;
+            iap.oauth_2_client_secret_sha_256 = Some(hash);
+        }
+        Cow::Owned(served)
     }
 }
 

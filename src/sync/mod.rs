@@ -196,6 +196,14 @@ pub(crate) trait Managed: Clone + Serialize {
     }
     /// Forgets the fingerprint (the API sets a new one on every write).
     fn clear_fingerprint(&mut self) {}
+    /// The resource as the API serves it back after it was written as `self`: input-only
+    /// fields replaced by what the API returns instead (a backend service's IAP client secret
+    /// by its SHA-256). The desired value is compared with the observed one, and a written
+    /// body is recorded in the state cache, in this shape, so a secret the API never returns
+    /// is not taken for a difference on every resync.
+    fn as_served(&self) -> std::borrow::Cow<'_, Self> {
+        std::borrow::Cow::Borrowed(self)
+    }
 }
 
 /// Get -> compare -> insert or update, refetching after 412 and after an insert race (409).
@@ -236,9 +244,12 @@ where
                 Err(e) => return Err(SyncError::compute(T::KIND, name, e)),
             },
             Some(observed) => {
-                let Some(field) =
-                    compare::first_difference(project, desired, &observed, T::CLEARABLE)
-                else {
+                let Some(field) = compare::first_difference(
+                    project,
+                    &*desired.as_served(),
+                    &observed,
+                    T::CLEARABLE,
+                ) else {
                     return Ok(());
                 };
                 tracing::debug!(kind = T::KIND, name, field, "resource differs");
@@ -291,7 +302,8 @@ where
     for _ in 0..MAX_CONFLICT_RETRIES {
         match observed.take() {
             None => match insert(desired.clone()).await {
-                Ok(mut sent) => {
+                Ok(sent) => {
+                    let mut sent = sent.as_served().into_owned();
                     sent.clear_fingerprint();
                     compute.record(name, Some(sent));
                     record(changes, T::KIND, name, Action::Created);
@@ -305,9 +317,12 @@ where
             },
             Some(found) => {
                 let project = compute.project();
-                let Some(field) =
-                    compare::first_difference(project, desired, &*found, T::CLEARABLE)
-                else {
+                let Some(field) = compare::first_difference(
+                    project,
+                    &*desired.as_served(),
+                    &*found,
+                    T::CLEARABLE,
+                ) else {
                     return Ok(());
                 };
                 tracing::debug!(kind = T::KIND, name, field, "resource differs");
@@ -319,7 +334,8 @@ where
                 let mut body = desired.clone();
                 body.take_fingerprint(&found);
                 match update(body).await {
-                    Ok(mut sent) => {
+                    Ok(sent) => {
+                        let mut sent = sent.as_served().into_owned();
                         sent.clear_fingerprint();
                         compute.record(name, Some(sent));
                         record(changes, T::KIND, name, Action::Updated);

@@ -18,6 +18,7 @@ mod answers_tests;
 mod frontend_tests;
 mod gc_tests;
 pub(crate) mod graph_tests;
+mod iap_tests;
 mod regional_tests;
 
 pub(crate) const G: &str = "/compute/v1/projects/p1/global";
@@ -659,20 +660,39 @@ async fn managed_static_ip_is_freshly_reserved_when_promotion_is_refused() {
     assert_eq!(changes.len(), 1, "{changes:?}");
 }
 
+/// Backend service `b1` as translation might want it: HTTP, 30 s timeout.
+pub(super) fn desired_b1() -> model::BackendService {
+    model::BackendService::new()
+        .set_name("b1")
+        .set_protocol(model::backend_service::Protocol::Http)
+        .set_timeout_sec(30)
+}
+
+/// The backend services list answers `b1` once: [`desired_b1`] as the API serves it
+/// (fingerprint `YWJj`, `portName` defaulted) with the fields of `more`.
+pub(super) async fn list_b1(server: &MockServer, more: Value) {
+    let mut b1 = json!({"name": "b1", "fingerprint": "YWJj", "protocol": "HTTP",
+        "portName": "http", "timeoutSec": 30});
+    if let (Some(b1), Value::Object(more)) = (b1.as_object_mut(), more) {
+        b1.extend(more);
+    }
+    list(
+        server,
+        &format!("{G}/backendServices"),
+        json!([b1]),
+        Some(1),
+    )
+    .await;
+}
+
 /// `securityPolicy: None` means no policy: an attached one is removed through
 /// `setSecurityPolicy` (no PUT), and emulator/server defaults (`portName: http`) cause no update.
 #[tokio::test]
 async fn backend_service_without_policy_detaches_the_observed_one_only() {
     let server = MockServer::start().await;
-    list(
+    list_b1(
         &server,
-        &format!("{G}/backendServices"),
-        json!([{
-            "name": "b1", "fingerprint": "YWJj", "protocol": "HTTP", "portName": "http",
-            "timeoutSec": 30,
-            "securityPolicy": "https://compute.googleapis.com/compute/v1/projects/p1/global/securityPolicies/sp"
-        }]),
-        Some(1),
+        json!({"securityPolicy": "https://compute.googleapis.com/compute/v1/projects/p1/global/securityPolicies/sp"}),
     )
     .await;
     Mock::given(method("POST"))
@@ -697,10 +717,7 @@ async fn backend_service_without_policy_detaches_the_observed_one_only() {
         .mount(&server)
         .await;
     let compute = compute_for(&server).await;
-    let desired = model::BackendService::new()
-        .set_name("b1")
-        .set_protocol(model::backend_service::Protocol::Http)
-        .set_timeout_sec(30);
+    let desired = desired_b1();
     let mut changes = Changes::new();
     backend_services::ensure(&compute, &desired, &mut changes)
         .await

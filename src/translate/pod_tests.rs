@@ -1,20 +1,118 @@
-//! The compact [`PodRecord`] the store keeps must give translation exactly what the Pods it
-//! came from give: the store's records are built from Pods as the API serves them (managed
-//! fields, owner references, env, volumes, container statuses, every condition), the test
-//! data's from the bare Pods.
-
-use std::sync::Arc;
+//! The compact [`PodRecord`] the store keeps must give translation exactly what the typed
+//! `k8s_openapi` Pods it came from give. The reference is built from the typed Pods by hand
+//! ([`read_by_hand`]: no serde, no pruning, every condition kept), so a field the record's serde,
+//! condition filter or pruning drops (a container's `readinessProbe`, `readinessGates`, the
+//! `ContainersReady` or readiness-gate condition, labels) changes the translation and fails the
+//! test. The store's records are built from the same Pods as the API serves them (managed
+//! fields, owner references, env, volumes, container statuses, every condition).
 
 use k8s_openapi::api::core::v1::Pod;
+use serde::Deserialize as _;
 use serde_json::{json, Value};
 
 use super::*;
 use crate::translate::test_support::{config, snapshot_from_yaml};
 use crate::translate::{translate_ingress, ClusterSnapshot};
 
+/// The golden test's cluster plus, for the readiness-gate condition, a gated Pod whose gate is
+/// already True behind a not-ready endpoint (so it must not be attached early).
+fn cluster_yaml() -> String {
+    let extra = r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: shop-d
+  labels: {app: shop}
+  creationTimestamp: "2026-03-01T00:00:00Z"
+spec:
+  readinessGates:
+  - conditionType: cloud.google.com/load-balancer-neg-ready
+  containers:
+  - {name: shop, image: shop, ports: [{name: web, containerPort: 8080}]}
+status:
+  conditions:
+  - {type: ContainersReady, status: "True"}
+  - {type: cloud.google.com/load-balancer-neg-ready, status: "True"}
+  - {type: Ready, status: "False"}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: shop-fghij
+  labels: {kubernetes.io/service-name: shop}
+addressType: IPv4
+ports: [{name: http, port: 8080}]
+endpoints:
+- addresses: ["10.1.0.5"]
+  conditions: {ready: false}
+  nodeName: node-b
+  zone: us-central1-b
+  targetRef: {kind: Pod, name: shop-d}
+"#;
+    format!("{}\n---\n{extra}", include_str!("testdata/features.yaml"))
+}
+
+/// The typed Pods of `yaml` (namespace `default` when unset, as in [`snapshot_from_yaml`]).
+fn typed_pods(yaml: &str) -> Vec<Pod> {
+    serde_yaml::Deserializer::from_str(yaml)
+        .filter_map(|document| {
+            let value = serde_yaml::Value::deserialize(document).expect("valid YAML");
+            let mut doc = serde_json::to_value(value).expect("YAML is JSON-compatible");
+            if doc["kind"] != "Pod" {
+                return None;
+            }
+            if doc["metadata"].get("namespace").is_none() {
+                doc["metadata"]["namespace"] = "default".into();
+            }
+            Some(serde_json::from_value(doc).expect("a valid Pod"))
+        })
+        .collect()
+}
+
+/// Everything translation can read of a typed Pod, copied field by field from the typed `Pod`
+/// (not through the record's serde, pruning or condition filter): the reference the record is
+/// checked against. Every condition is kept.
+fn read_by_hand(pod: &Pod) -> PodRecord {
+    PodRecord {
+        metadata: pod.metadata.clone(),
+        spec: pod.spec.as_ref().map(|s| PodRecordSpec {
+            node_name: s.node_name.clone(),
+            readiness_gates: s.readiness_gates.clone(),
+            containers: s
+                .containers
+                .iter()
+                .map(|c| ContainerRecord {
+                    name: c.name.clone(),
+                    ports: c.ports.clone(),
+                    readiness_probe: c.readiness_probe.clone().map(Box::new),
+                })
+                .collect(),
+        }),
+        status: pod.status.as_ref().map(|s| PodRecordStatus {
+            phase: s.phase.clone(),
+            conditions: s.conditions.clone(),
+            pod_ip: s.pod_ip.clone(),
+            pod_ips: s.pod_ips.clone(),
+        }),
+    }
+}
+
+/// `snapshot` with its Pods replaced by `records`.
+fn with_pods(
+    snapshot: &ClusterSnapshot,
+    records: impl IntoIterator<Item = PodRecord>,
+) -> ClusterSnapshot {
+    let mut out = snapshot.clone();
+    out.pods.clear();
+    for record in records {
+        out.insert(record);
+    }
+    out
+}
+
 /// `pod` as a real API server serves it: everything a ReplicaSet, the scheduler and the kubelet
 /// add that the operator never reads.
-fn as_served(pod: &PodRecord) -> Value {
+fn as_served(pod: &Pod) -> Value {
     let mut v = serde_json::to_value(pod).unwrap();
     v["apiVersion"] = "v1".into();
     v["kind"] = "Pod".into();
@@ -64,41 +162,60 @@ fn as_served(pod: &PodRecord) -> Value {
     v
 }
 
-/// The translation golden test's cluster with each Pod replaced by the record the store builds
-/// from that Pod as served (deserialised straight from the JSON, then pruned, as the watch does).
-fn from_served(bare: &ClusterSnapshot) -> ClusterSnapshot {
-    let mut served = bare.clone();
-    for pod in served.pods.values_mut() {
-        let mut record: PodRecord = serde_json::from_value(as_served(pod)).unwrap();
-        record.prune();
-        *pod = Arc::new(record);
-    }
-    served
-}
-
-/// Every Ingress of the golden test's cluster translates the same from the store's records of
-/// the served Pods as from the bare Pods, and the records keep nothing the operator does not
-/// read. Fails when the record drops a field translation reads (e.g. without `readinessProbe`
-/// the health checks lose their paths, without `readinessGates` or the `ContainersReady`
-/// condition the not-yet-ready gated endpoints are no longer attached).
+/// Every Ingress of the cluster translates the same from the store's records of the served
+/// Pods (deserialised straight from the API's JSON, then pruned, as the watch does), and from
+/// the records [`PodRecord::from_pod`] makes of the typed Pods (the admission webhook's and the
+/// test data's path), as from the typed Pods themselves ([`read_by_hand`]); and the records keep
+/// nothing the operator does not read. Fails when the record drops a field translation reads:
+/// without `readinessProbe` the health checks lose their paths, without `readinessGates` or the
+/// `ContainersReady` condition the not-yet-ready gated endpoint 10.1.0.2 is no longer attached,
+/// without the readiness-gate condition 10.1.0.5 (gate already True) is attached.
 #[test]
 fn translation_from_served_pod_records_is_identical() {
-    let bare = snapshot_from_yaml(include_str!("testdata/features.yaml"));
-    let served = from_served(&bare);
-    assert!(served.pods.len() >= 3);
+    let yaml = cluster_yaml();
+    let cluster = snapshot_from_yaml(&yaml);
+    let pods = typed_pods(&yaml);
+    assert!(pods.len() >= 5);
+    let typed = with_pods(&cluster, pods.iter().map(read_by_hand));
+    let served = with_pods(
+        &cluster,
+        pods.iter().map(|pod| {
+            let mut record: PodRecord = serde_json::from_value(as_served(pod)).unwrap();
+            record.prune();
+            record
+        }),
+    );
+    let converted = with_pods(
+        &cluster,
+        pods.iter().map(|pod| PodRecord::from_pod(pod).unwrap()),
+    );
     let config = config();
-    let mut translated = 0;
-    for (key, ingress) in &bare.ingresses {
+    let mut from_typed_all = Vec::new();
+    for (key, ingress) in &cluster.ingresses {
         let show = |s: &ClusterSnapshot| {
             translate_ingress(s, ingress, &config)
                 .map(|d| d.to_json())
                 .map_err(|e| e.to_string())
         };
-        let (from_bare, from_served) = (show(&bare), show(&served));
-        assert_eq!(from_served, from_bare, "{key}");
-        translated += usize::from(from_bare.is_ok());
+        let from_typed = show(&typed);
+        assert_eq!(show(&served), from_typed, "{key}: served records");
+        assert_eq!(show(&converted), from_typed, "{key}: from_pod records");
+        from_typed_all.extend(from_typed.ok());
     }
-    assert!(translated >= 3, "only {translated} Ingresses translated");
+    assert!(
+        from_typed_all.len() >= 3,
+        "only {} Ingresses translated",
+        from_typed_all.len()
+    );
+    // The cluster exercises what the Pods decide: a probe's path, a gated endpoint waiting
+    // only for its gate (attached), a gated endpoint whose gate is True (not attached).
+    let text = serde_json::to_string(&from_typed_all).unwrap();
+    assert!(text.contains("\"/healthz\""), "no probe path: {text}");
+    assert!(text.contains("\"10.1.0.2\""), "gated endpoint not attached");
+    assert!(
+        !text.contains("\"10.1.0.5\""),
+        "endpoint with its gate True attached"
+    );
 
     for (key, record) in &served.pods {
         let meta = &record.metadata;
@@ -130,10 +247,11 @@ fn translation_from_served_pod_records_is_identical() {
 
 /// A Pod as served keeps its readiness gate, its `ContainersReady` and gate conditions, its
 /// IPs and its container's probe in the record, whether read from the API's JSON directly or
-/// converted from a typed `Pod` ([`PodRecord::from_pod`], the admission webhook's path).
+/// converted from a typed `Pod` ([`PodRecord::from_pod`], the admission webhook's path): both
+/// equal what [`read_by_hand`] copies from the typed Pod.
 #[test]
 fn a_served_pod_keeps_what_the_operator_reads() {
-    let bare: PodRecord = serde_json::from_value(json!({
+    let bare: Pod = serde_json::from_value(json!({
         "metadata": {"name": "web-1", "namespace": "default", "labels": {"app": "web"},
             "creationTimestamp": "2026-01-01T00:00:00Z"},
         "spec": {"nodeName": "node-a",
@@ -151,9 +269,9 @@ fn a_served_pod_keeps_what_the_operator_reads() {
     direct.prune();
     let typed: Pod = serde_json::from_value(served).unwrap();
     let converted = PodRecord::from_pod(&typed).unwrap();
-    assert_eq!(direct, converted);
-    let mut expected = bare;
+    let mut expected = read_by_hand(&bare);
     expected.metadata.uid = Some("5f0c-uid".into());
     expected.metadata.resource_version = Some("4242".into());
     assert_eq!(direct, expected);
+    assert_eq!(converted, expected);
 }

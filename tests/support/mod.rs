@@ -6,6 +6,7 @@
 //! workspace); `make test` builds them all before running tests.
 #![allow(dead_code)]
 
+pub mod fanout;
 pub mod load;
 pub mod regional;
 pub mod tls;

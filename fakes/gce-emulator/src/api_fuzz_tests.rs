@@ -52,6 +52,9 @@ const OUTPUT_ONLY: &[&str] = &[
     "labelFingerprint",
 ];
 
+/// Fields the server takes but never returns (Compute API v1 reference: "@InputOnly"), by path.
+const INPUT_ONLY: &[&[&str]] = &[&["iap", "oauth2ClientSecret"]];
+
 /// Field names worth adding to a body (known to some collection, so the schema lets some in).
 const KEYS: &[&str] = &[
     "name",
@@ -132,6 +135,9 @@ fn round_trip(sent: &Value, got: &Value) -> Option<String> {
             .first()
             .and_then(Value::as_str)
             .is_some_and(|k| OUTPUT_ONLY.contains(&k))
+            || INPUT_ONLY
+                .iter()
+                .any(|i| p.iter().map(Value::as_str).eq(i.iter().copied().map(Some)))
             || leaf.is_null()
             || leaf == ""
             || leaf.is_object()

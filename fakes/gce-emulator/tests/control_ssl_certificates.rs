@@ -1,6 +1,8 @@
 //! sslCertificates: SELF_MANAGED PEM validation (mismatched or garbage -> 400 naming the field;
 //! the key is never returned), and the MANAGED lifecycle: PROVISIONING until a forwarding rule
 //! serves it through a target HTTPS proxy, then ACTIVE with a certificate from the local CA.
+//! Also the other secret the API takes but never returns: a backend service's IAP OAuth client
+//! secret, served only as its SHA-256.
 
 mod control_support;
 
@@ -139,4 +141,73 @@ async fn managed_certificates_become_active_once_served() {
         .0,
         400
     );
+}
+
+/// Every `iap` object anywhere in `v` (a resource, a list, an aggregated list).
+fn iaps(v: &Value) -> Vec<Value> {
+    match v {
+        Value::Object(o) => o
+            .iter()
+            .flat_map(|(k, v)| match k.as_str() {
+                "iap" => vec![v.clone()],
+                _ => iaps(v),
+            })
+            .collect(),
+        Value::Array(a) => a.iter().flat_map(iaps).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `iap.oauth2ClientSecret` is input only (Compute API v1 reference, `BackendServiceIAP`):
+/// get, list and aggregatedList answer `oauth2ClientSecretSha256` (SHA-256, lowercase hex)
+/// and never the secret, nor does the emulator's admin state; a patch of other fields keeps
+/// the hash, a new secret replaces it.
+#[tokio::test]
+async fn iap_client_secrets_are_never_returned_only_their_sha256() {
+    let emu = Emulator::start(&[]);
+    let bs = json!({"name": "bs1", "iap": {"enabled": true, "oauth2ClientId": "client-1",
+        "oauth2ClientSecret": "abc"}});
+    assert_eq!(emu.post(&format!("{G}/backendServices"), &bs).await.0, 200);
+    // SHA-256("abc"): the FIPS 180-2 test vector.
+    let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+    let served = json!({"enabled": true, "oauth2ClientId": "client-1",
+        "oauth2ClientSecretSha256": abc});
+    for path in [
+        format!("{G}/backendServices/bs1"),
+        format!("{G}/backendServices"),
+        "projects/p1/aggregated/backendServices".to_string(),
+    ] {
+        let (c, got) = emu.get(&path).await;
+        assert_eq!(c, 200, "{path}: {got}");
+        assert_eq!(iaps(&got), vec![served.clone()], "{path}");
+    }
+    let patch = |body: Value| {
+        let emu = &emu;
+        async move {
+            let path = format!("{G}/backendServices/bs1");
+            let (c, v) = emu
+                .send(reqwest::Method::PATCH, &path, &body.to_string())
+                .await;
+            assert_eq!(c, 200, "{v}");
+            emu.get(&path).await.1
+        }
+    };
+    let got = patch(json!({"description": "no secret sent"})).await;
+    assert_eq!(got["iap"], served, "{got}");
+
+    let secret = "iap-oauth-secret-0123456789";
+    let got = patch(json!({"iap": {"oauth2ClientSecret": secret}})).await;
+    let hash = got["iap"]["oauth2ClientSecretSha256"].as_str().unwrap();
+    assert!(hash != abc && hash.len() == 64, "{got}");
+    assert!(got["iap"].get("oauth2ClientSecret").is_none(), "{got}");
+    for path in [
+        format!("{G}/backendServices"),
+        "projects/p1/aggregated/backendServices".to_string(),
+    ] {
+        assert!(
+            !emu.get(&path).await.1.to_string().contains(secret),
+            "{path}"
+        );
+    }
+    assert!(!emu.admin_get("state").await.to_string().contains(secret));
 }

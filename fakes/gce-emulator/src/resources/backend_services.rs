@@ -102,7 +102,8 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
     }
     if let Some(iap) = validate::object_mut(r, "resource", "iap", false)? {
         validate::bool_field(iap, "resource.iap", "enabled", None)?;
-        iap.remove("oauth2ClientSecretSha256");
+        validate::opt_str(iap, "resource.iap", "oauth2ClientId")?;
+        keep_iap_secret_hash(cx, iap)?;
     }
     keep_signed_url_key_names(cx, r);
     validate::str_list(r, "resource", "customRequestHeaders")?;
@@ -154,6 +155,39 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
         }
     }
     validate::opt_str(r, "resource", "description")?;
+    Ok(())
+}
+
+/// `iap.oauth2ClientSecret` is input only: Compute Engine never returns it, and answers with
+/// `iap.oauth2ClientSecretSha256`, the SHA-256 of the secret in lowercase hex, instead (Compute
+/// API v1 reference, `BackendServiceIAP`: "For security reasons, this value cannot be
+/// retrieved via the API. Instead, the SHA-256 hash of the value is returned in the
+/// oauth2ClientSecretSha256 field. @InputOnly"; `oauth2ClientSecretSha256` is "[Output Only]";
+/// <https://cloud.google.com/compute/docs/reference/rest/v1/backendServices>). GKE compares
+/// that hash to decide whether IAP credentials changed (ingress-gce
+/// `pkg/backends/features/iap.go`).
+///
+/// The secret is replaced by its hash before the resource is stored (the data plane never
+/// needs it), so no representation the emulator serves (`get`, `list`, `aggregatedList`, the
+/// admin state) holds it. A client-sent hash is ignored (output only). A write without a
+/// secret (a `patch` of other fields, or an update sending back what `get` returned) keeps the
+/// hash the resource had. Errors: 400 naming `resource.iap.oauth2ClientSecret` when it is not
+/// a string.
+fn keep_iap_secret_hash(cx: &Prepare<'_>, iap: &mut Obj) -> Result<(), ApiError> {
+    use sha2::Digest as _;
+    const SHA: &str = "oauth2ClientSecretSha256";
+    let hash = match validate::opt_str(iap, "resource.iap", "oauth2ClientSecret")? {
+        Some(secret) => Some(Value::from(hex::encode(sha2::Sha256::digest(secret)))),
+        None => cx
+            .old
+            .and_then(|o| o.pointer("/iap/oauth2ClientSecretSha256"))
+            .cloned(),
+    };
+    iap.remove("oauth2ClientSecret");
+    iap.remove(SHA);
+    if let Some(hash) = hash {
+        iap.insert(SHA.into(), hash);
+    }
     Ok(())
 }
 
