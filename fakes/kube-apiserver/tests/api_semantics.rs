@@ -235,6 +235,25 @@ async fn selectors_and_pagination() {
         .await;
     assert_eq!(names(&page2), ["d"]);
     assert!(page2["metadata"].get("continue").is_none());
+
+    // With a selector the server cannot know how many remain: `remainingItemCount` is unset
+    // (ListMeta), while the continue token still pages through the matches.
+    let (_, page1) = http
+        .get(&format!("{CMS}?labelSelector=app%3Dweb&limit=1"))
+        .await;
+    assert_eq!(names(&page1), ["a"]);
+    assert!(page1["metadata"].get("remainingItemCount").is_none());
+    let token = page1["metadata"]["continue"]
+        .as_str()
+        .expect("continue token with a selector");
+    let (_, page2) = http
+        .get(&format!(
+            "{CMS}?labelSelector=app%3Dweb&limit=1&continue={}",
+            urlencode(token)
+        ))
+        .await;
+    assert_eq!(names(&page2), ["c"]);
+    assert!(page2["metadata"].get("continue").is_none());
 }
 
 fn urlencode(s: &str) -> String {

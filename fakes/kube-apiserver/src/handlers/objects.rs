@@ -247,7 +247,9 @@ pub async fn dispatch(
             let mut md = json!({"resourceVersion": rv});
             if let Some(c) = &page.continue_token {
                 md["continue"] = json!(c);
-                md["remainingItemCount"] = json!(page.remaining);
+                if let Some(remaining) = page.remaining {
+                    md["remainingItemCount"] = json!(remaining);
+                }
             }
             Ok(json_response(
                 StatusCode::OK,

@@ -119,8 +119,9 @@ pub struct ListPage {
     pub resource_version: u64,
     /// Token for the next page, if any.
     pub continue_token: Option<String>,
-    /// Items left after this page.
-    pub remaining: usize,
+    /// Items left after this page; `None` when the list had a label or field selector (the
+    /// real server leaves `remainingItemCount` unset then).
+    pub remaining: Option<usize>,
 }
 
 /// Who is writing, for managedFields.
@@ -308,48 +309,61 @@ impl Store {
 
     /// Lists objects of `res` in name order (namespace, then name), filtered and paginated.
     ///
+    /// A page starts right after its continue token's key and presents (clones into client
+    /// form) only the objects it returns, so listing 10k Pods in pages of 500 costs one pass,
+    /// not one pass per page. Selectors are matched on the stored form: they read `metadata`,
+    /// `spec` and `status`, which presenting does not change (events are converted first).
+    /// `remaining` is counted only for a list without selectors: with a label or field selector
+    /// the real server does not know it and leaves `remainingItemCount` unset (ListMeta,
+    /// Kubernetes API reference), so the page stops at the first match past `limit`.
+    ///
     /// Errors: 400 for a malformed continue token.
     pub fn list(&self, res: &ResourceInfo, opts: &ListOptions) -> Result<ListPage, ApiError> {
+        use std::ops::Bound;
         let inner = self.lock();
-        let start = match &opts.continue_token {
+        let from = match &opts.continue_token {
             Some(t) if !t.is_empty() => {
                 let (ns, name) = t.split_once('/').ok_or_else(|| {
                     ApiError::BadRequest(format!(
                         "continue token {t:?} is not valid; start the list again without it"
                     ))
                 })?;
-                Some((ns.to_string(), name.to_string()))
+                Bound::Excluded((res.storage.clone(), ns.to_string(), name.to_string()))
             }
-            _ => None,
+            _ => Bound::Included((
+                res.storage.clone(),
+                opts.namespace.clone().unwrap_or_default(),
+                String::new(),
+            )),
         };
+        let selective = !opts.labels.0.is_empty() || !opts.fields.0.is_empty();
         let mut items = Vec::new();
         let mut last: Option<(String, String)> = None;
         let mut remaining = 0;
-        for ((storage, ns, name), obj) in inner
-            .objects
-            .range((res.storage.clone(), String::new(), String::new())..)
-        {
-            if *storage != res.storage {
+        for ((storage, ns, name), obj) in inner.objects.range((from, Bound::Unbounded)) {
+            if *storage != res.storage || opts.namespace.as_ref().is_some_and(|want| want != ns) {
                 break;
             }
-            if opts.namespace.as_ref().is_some_and(|want| want != ns) {
-                continue;
-            }
-            if let Some((sns, sname)) = &start {
-                if (ns, name) <= (sns, sname) {
+            if selective {
+                let matched = if res.is_events_v1() {
+                    let view = Self::present(res, obj);
+                    opts.labels.matches(&view) && opts.fields.matches(&view)
+                } else {
+                    opts.labels.matches(obj) && opts.fields.matches(obj)
+                };
+                if !matched {
                     continue;
                 }
             }
-            let view = Self::present(res, obj);
-            if !opts.labels.matches(&view) || !opts.fields.matches(&view) {
-                continue;
-            }
             if opts.limit > 0 && items.len() >= opts.limit {
                 remaining += 1;
+                if selective {
+                    break; // one more match is enough to know there is a next page
+                }
                 continue;
             }
             last = Some((ns.clone(), name.clone()));
-            items.push(view);
+            items.push(Self::present(res, obj));
         }
         let continue_token = if remaining > 0 {
             last.map(|(ns, n)| format!("{ns}/{n}"))
@@ -360,7 +374,7 @@ impl Store {
             items,
             resource_version: inner.rv,
             continue_token,
-            remaining,
+            remaining: if selective { None } else { Some(remaining) },
         })
     }
 
