@@ -29,6 +29,7 @@ pub mod coalesce;
 pub mod context;
 pub mod firewall;
 mod firewall_check;
+pub mod health;
 mod internal;
 pub mod last_desired;
 pub mod leader_election;

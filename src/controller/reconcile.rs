@@ -272,14 +272,28 @@ async fn apply(
             .await;
         }
     }
-    let mut health = BTreeMap::new();
-    for name in desired.backends.keys() {
-        let state = match &desired.region {
-            Some(region) => crate::sync::regional::health(&ctx.compute, region, name).await,
-            None => backend_services::health(&ctx.compute, name).await,
-        };
-        health.insert(name.clone(), state);
-    }
+    // Read together, each shared with the other reconciles while fresh; read afresh after a
+    // change of this sync's own (controller/health.rs).
+    let region = desired.region.as_deref();
+    let refresh = !changes.is_empty();
+    let health: BTreeMap<String, String> =
+        futures::future::join_all(desired.backends.keys().map(|name| async move {
+            let state = ctx
+                .backend_health
+                .state(region, name, refresh, || async {
+                    match region {
+                        Some(region) => {
+                            crate::sync::regional::health(&ctx.compute, region, name).await
+                        }
+                        None => backend_services::health(&ctx.compute, name).await,
+                    }
+                })
+                .await;
+            (name.clone(), state)
+        }))
+        .await
+        .into_iter()
+        .collect();
     if desired.region.is_none() {
         ctx.warn_if_firewall_blocks(&ingress, &desired, &health)
             .await;
