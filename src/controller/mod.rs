@@ -35,6 +35,7 @@ pub mod last_desired;
 pub mod leader_election;
 pub mod mapping;
 pub mod metrics;
+pub mod ns_index;
 #[cfg(test)]
 mod panic_tests;
 pub mod problems;
@@ -196,9 +197,9 @@ pub async fn run(
     metrics: ControllerMetrics,
     on_ready: impl FnOnce(Stores) + Send + 'static,
 ) {
-    let (ingress_store, ingress_stream) = Stores::ingress_stream(&client);
-    let (pod_store, pod_stream) = Stores::pod_stream(&client);
-    let controller = Controller::for_stream(ingress_stream, ingress_store.clone()).with_config(
+    let (ingress_index, ingress_stream) = Stores::ingress_stream(&client);
+    let (pod_index, pod_stream) = Stores::pod_stream(&client);
+    let controller = Controller::for_stream(ingress_stream, ingress_index.store()).with_config(
         controller::Config::default()
             .concurrency(config.workers)
             // Requests for an object are merged while they wait and held while its reconcile
@@ -207,7 +208,7 @@ pub async fn run(
             // was 100 ms, a sixth of the 0.6 s chain of an Ingress on an existing Service).
             .debounce(Duration::from_millis(20)),
     );
-    let stores = Stores::start(&client, ingress_store, pod_store).await;
+    let stores = Stores::start(&client, ingress_index, pod_index).await;
     {
         // `on_ready` starts tasks that read the stores (readiness gates, webhook); starting them
         // only after the first lists means none of them waits on a store's single-waker

@@ -36,9 +36,10 @@ pub async fn reconcile(ingress: Arc<Ingress>, ctx: Arc<Context>) -> Result<Actio
 
 async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Action, Error> {
     let key = ObjectKey::of(&*ingress);
-    let snapshot = ctx
-        .stores
-        .snapshot_for(&translation_namespaces(&ingress, &ctx.config.translate));
+    let snapshot = ctx.stores.snapshot_for(
+        &translation_namespaces(&ingress, &ctx.config.translate),
+        crate::translate::source_ranges::reads_other_ingresses(&ingress),
+    );
     let owned = owns_ingress(&snapshot, &ingress, &ctx.config.translate);
     let own_finalizer = finalizer_for_ingress(ctx.config.translate.mode, &ingress);
     let has_finalizer = ingress.finalizers().iter().any(|f| f == own_finalizer);
