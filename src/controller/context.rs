@@ -52,6 +52,8 @@ pub struct Context {
     pub(crate) last_desired: last_desired::LastDesired,
     /// Ingress changes seen but not yet programmed: key -> (generation, first seen).
     pub(crate) pending: Mutex<HashMap<ObjectKey, (i64, Instant)>>,
+    /// Backend health read by reconciles, shared while fresh ([`super::health`]).
+    pub(crate) backend_health: super::health::BackendHealth,
     /// An internal Ingress was seen by this process: GC lists the regional collections too
     /// (see [`super::internal`]).
     pub(crate) regional_seen: std::sync::atomic::AtomicBool,
@@ -85,6 +87,7 @@ impl Context {
             gc_scheduled: std::sync::atomic::AtomicBool::new(false),
             last_desired: last_desired::LastDesired::default(),
             pending: Mutex::new(HashMap::new()),
+            backend_health: super::health::BackendHealth::new(super::health::FRESH),
             regional_seen: std::sync::atomic::AtomicBool::new(false),
         }
     }

@@ -31,11 +31,13 @@ pub mod firewall;
 mod firewall_check;
 #[cfg(test)]
 mod gc_tests;
+pub mod health;
 mod internal;
 pub mod last_desired;
 pub mod leader_election;
 pub mod mapping;
 pub mod metrics;
+pub mod ns_index;
 #[cfg(test)]
 mod panic_tests;
 pub mod problems;
@@ -197,9 +199,9 @@ pub async fn run(
     metrics: ControllerMetrics,
     on_ready: impl FnOnce(Stores) + Send + 'static,
 ) {
-    let (ingress_store, ingress_stream) = Stores::ingress_stream(&client);
-    let (pod_store, pod_stream) = Stores::pod_stream(&client);
-    let controller = Controller::for_stream(ingress_stream, ingress_store.clone()).with_config(
+    let (ingress_index, ingress_stream) = Stores::ingress_stream(&client);
+    let (pod_index, pod_stream) = Stores::pod_stream(&client);
+    let controller = Controller::for_stream(ingress_stream, ingress_index.store()).with_config(
         controller::Config::default()
             .concurrency(config.workers)
             // Requests for an object are merged while they wait and held while its reconcile
@@ -208,7 +210,7 @@ pub async fn run(
             // was 100 ms, a sixth of the 0.6 s chain of an Ingress on an existing Service).
             .debounce(Duration::from_millis(20)),
     );
-    let stores = Stores::start(&client, ingress_store, pod_store).await;
+    let stores = Stores::start(&client, ingress_index, pod_index).await;
     {
         // `on_ready` starts tasks that read the stores (readiness gates, webhook); starting them
         // only after the first lists means none of them waits on a store's single-waker

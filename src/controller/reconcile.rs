@@ -36,9 +36,10 @@ pub async fn reconcile(ingress: Arc<Ingress>, ctx: Arc<Context>) -> Result<Actio
 
 async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Action, Error> {
     let key = ObjectKey::of(&*ingress);
-    let snapshot = ctx
-        .stores
-        .snapshot_for(&translation_namespaces(&ingress, &ctx.config.translate));
+    let snapshot = ctx.stores.snapshot_for(
+        &translation_namespaces(&ingress, &ctx.config.translate),
+        crate::translate::source_ranges::reads_other_ingresses(&ingress),
+    );
     let owned = owns_ingress(&snapshot, &ingress, &ctx.config.translate);
     let own_finalizer = finalizer_for_ingress(ctx.config.translate.mode, &ingress);
     let has_finalizer = ingress.finalizers().iter().any(|f| f == own_finalizer);
@@ -272,14 +273,28 @@ async fn apply(
             .await;
         }
     }
-    let mut health = BTreeMap::new();
-    for name in desired.backends.keys() {
-        let state = match &desired.region {
-            Some(region) => crate::sync::regional::health(&ctx.compute, region, name).await,
-            None => backend_services::health(&ctx.compute, name).await,
-        };
-        health.insert(name.clone(), state);
-    }
+    // Read together, each shared with the other reconciles while fresh; read afresh after a
+    // change of this sync's own (controller/health.rs).
+    let region = desired.region.as_deref();
+    let refresh = !changes.is_empty();
+    let health: BTreeMap<String, String> =
+        futures::future::join_all(desired.backends.keys().map(|name| async move {
+            let state = ctx
+                .backend_health
+                .state(region, name, refresh, || async {
+                    match region {
+                        Some(region) => {
+                            crate::sync::regional::health(&ctx.compute, region, name).await
+                        }
+                        None => backend_services::health(&ctx.compute, name).await,
+                    }
+                })
+                .await;
+            (name.clone(), state)
+        }))
+        .await
+        .into_iter()
+        .collect();
     if desired.region.is_none() {
         ctx.warn_if_firewall_blocks(&ingress, &desired, &health)
             .await;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
@@ -24,6 +24,7 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
+use super::ns_index::NamespaceIndex;
 use super::prune;
 use crate::crd::{BackendConfig, FrontendConfig, ManagedCertificate, TLSCertificateDelegation};
 use crate::readiness::lookup::NodeMeta;
@@ -59,7 +60,24 @@ pub struct Stores {
     pub nodes: Store<NodeMeta>,
     /// The set of Node zones; changes when a zone gains its first Node or loses its last.
     pub zones: watch::Receiver<BTreeSet<String>>,
+    /// The kinds a reconcile's snapshot takes by namespace ([`Stores::snapshot_for`]).
+    by_namespace: ByNamespace,
     ready: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+/// Namespace indexes of the stores that grow with the cluster ([`NamespaceIndex`]).
+#[derive(Clone)]
+pub struct ByNamespace {
+    /// Ingresses.
+    pub ingresses: NamespaceIndex<Ingress>,
+    /// Services.
+    pub services: NamespaceIndex<Service>,
+    /// EndpointSlices.
+    pub endpoint_slices: NamespaceIndex<EndpointSlice>,
+    /// Pods.
+    pub pods: NamespaceIndex<PodRecord>,
+    /// TLS Secrets.
+    pub secrets: NamespaceIndex<Secret>,
 }
 
 /// How often a store's first-list wait is re-polled, so a wake-up taken by another waiter of the
@@ -133,8 +151,45 @@ where
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     let (reader, writer) = reflector::store();
+    spawn_watch(writer, api, config, optional, prune, |_| {});
+    reader
+}
+
+/// [`spawn_reflector_with`] that also keeps a [`NamespaceIndex`] of the store.
+fn spawn_indexed_reflector<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    prune: fn(&mut K),
+) -> (Store<K>, NamespaceIndex<K>)
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (reader, writer) = reflector::store();
+    let index = NamespaceIndex::new(reader.clone());
+    let seen = index.clone();
+    spawn_watch(writer, api, config, false, prune, move |event| {
+        seen.apply(event)
+    });
+    (reader, index)
+}
+
+/// Feeds `writer` from a watch of `api` on a background task; `seen` is told every event after
+/// the store applied it.
+fn spawn_watch<K>(
+    writer: reflector::store::Writer<K>,
+    api: Api<K>,
+    config: watcher::Config,
+    optional: bool,
+    prune: fn(&mut K),
+    seen: impl Fn(&watcher::Event<K>) + Send + 'static,
+) where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
     let kind = K::kind(&K::DynamicType::default()).to_string();
     let stream = reflector::reflector(writer, watcher(api, config).modify(prune))
+        .inspect_ok(move |event| seen(event))
         .default_backoff()
         .applied_objects();
     tokio::spawn(async move {
@@ -153,18 +208,17 @@ where
             }
         }
     });
-    reader
 }
 
-/// A store and the reflector of every `K` in the cluster that keeps it, each object `prune`d
-/// before it is stored: the controller's trigger streams ([`Stores::ingress_stream`],
-/// [`Stores::pod_stream`]) are made from its watch events. The store is fed only as the stream
-/// is polled (nothing is spawned).
+/// A store, its [`NamespaceIndex`] and the reflector of every `K` in the cluster that keeps
+/// both, each object `prune`d before it is stored: the controller's trigger streams
+/// ([`Stores::ingress_stream`], [`Stores::pod_stream`]) are made from its watch events. The
+/// store is fed only as the stream is polled (nothing is spawned).
 fn trigger_reflector<K>(
     client: &Client,
     prune: fn(&mut K),
 ) -> (
-    Store<K>,
+    NamespaceIndex<K>,
     impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
 )
 where
@@ -172,12 +226,15 @@ where
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     let (reader, writer) = reflector::store();
+    let index = NamespaceIndex::new(reader);
+    let seen = index.clone();
     let api: Api<K> = Api::all(client.clone());
     let events = reflector::reflector(
         writer,
         watcher(api, watcher::Config::default()).modify(prune),
-    );
-    (reader, events)
+    )
+    .inspect_ok(move |event| seen.apply(event));
+    (index, events)
 }
 
 /// Starts the Node metadata reflector (names and labels are all the operator needs: the zone)
@@ -263,30 +320,47 @@ impl Stores {
     /// Starts the reflectors, except the Ingress and Pod stores, whose reflectors are the
     /// controller's trigger streams ([`Stores::ingress_stream`], [`Stores::pod_stream`]). The
     /// CRD kinds are probed first and skipped when not served.
-    pub async fn start(client: &Client, ingresses: Store<Ingress>, pods: Store<PodRecord>) -> Self {
+    /// `ingresses` and `pods` come with their namespace indexes, kept by their streams.
+    pub async fn start(
+        client: &Client,
+        ingresses: NamespaceIndex<Ingress>,
+        pods: NamespaceIndex<PodRecord>,
+    ) -> Self {
         let bc = served::<BackendConfig>(client).await;
         let fc = served::<FrontendConfig>(client).await;
         let mc = served::<ManagedCertificate>(client).await;
         let td = served::<TLSCertificateDelegation>(client).await;
         let (nodes, zones) = spawn_node_reflector(client);
+        let all = watcher::Config::default;
+        let (services, services_ns) =
+            spawn_indexed_reflector(Api::all(client.clone()), all(), prune::metadata::<Service>);
+        let (endpoint_slices, endpoint_slices_ns) = spawn_indexed_reflector(
+            Api::all(client.clone()),
+            all(),
+            prune::metadata::<EndpointSlice>,
+        );
+        let (secrets, secrets_ns) =
+            spawn_indexed_reflector(Api::all(client.clone()), secrets_watch(), prune::secret);
         Self {
-            ingresses,
-            services: spawn_reflector(Api::all(client.clone()), false),
-            endpoint_slices: spawn_reflector(Api::all(client.clone()), false),
-            pods,
+            ingresses: ingresses.store(),
+            services,
+            endpoint_slices,
+            pods: pods.store(),
             ingress_classes: spawn_reflector(Api::all(client.clone()), false),
-            secrets: spawn_reflector_with(
-                Api::all(client.clone()),
-                secrets_watch(),
-                false,
-                prune::secret,
-            ),
+            secrets,
             backend_configs: optional_store(client, bc),
             frontend_configs: optional_store(client, fc),
             managed_certificates: optional_store(client, mc),
             tls_certificate_delegations: optional_store(client, td),
             nodes,
             zones,
+            by_namespace: ByNamespace {
+                ingresses,
+                services: services_ns,
+                endpoint_slices: endpoint_slices_ns,
+                pods,
+                secrets: secrets_ns,
+            },
             ready: Arc::new(tokio::sync::watch::channel(false).0),
         }
         .watch_first_lists()
@@ -299,7 +373,7 @@ impl Stores {
     pub fn ingress_stream(
         client: &Client,
     ) -> (
-        Store<Ingress>,
+        NamespaceIndex<Ingress>,
         impl futures::Stream<Item = Result<Ingress, watcher::Error>> + Send + 'static,
     ) {
         let (reader, events) = trigger_reflector(client, prune::metadata::<Ingress>);
@@ -314,7 +388,7 @@ impl Stores {
     pub fn pod_stream(
         client: &Client,
     ) -> (
-        Store<PodRecord>,
+        NamespaceIndex<PodRecord>,
         impl futures::Stream<Item = Result<PodRecord, watcher::Error>> + Send + 'static,
     ) {
         let (reader, events) = trigger_reflector(client, PodRecord::prune);
@@ -360,58 +434,86 @@ impl Stores {
         *self.ready.borrow()
     }
 
-    /// A point-in-time copy of every store (the whole-cluster jobs: garbage collection and the
-    /// firewall rule translate every Ingress).
-    pub fn snapshot(&self) -> ClusterSnapshot {
-        self.snapshot_scoped(None)
-    }
-
     /// A point-in-time copy of the stores for translating Ingresses of `namespaces` (an
-    /// Ingress's own namespace and the default backend's): every kind in full except Pods and
-    /// Secrets, the two kinds that grow with the cluster rather than with its Ingresses, of which
-    /// only those in `namespaces` are taken. Translation reads no others: an Ingress's Services
-    /// (and their BackendConfigs, whose IAP Secret is in the Service's namespace) are in its own
-    /// namespace or are the default backend, the Pods it reads are the ones its Services select
-    /// or its EndpointSlices name (same namespace), and `spec.tls` Secrets are in its namespace.
+    /// Ingress's own namespace, the default backend's and those its `spec.tls` delegation forms
+    /// name: [`super::reconcile::translation_namespaces`]): Services, EndpointSlices, Pods and
+    /// TLS Secrets of those namespaces only, the kinds that grow with the cluster; Ingresses of
+    /// those namespaces only when `other_ingresses` (translation reads other Ingresses only
+    /// for `ncp/whitelist-source-range`:
+    /// [`crate::translate::source_ranges::reads_other_ingresses`]), else none; the small kinds
+    /// (IngressClasses, the CRDs, Node zones) in full. Translation reads no others: an
+    /// Ingress's Services (and their BackendConfigs, whose IAP Secret is in the Service's
+    /// namespace) are in its own namespace or are the default backend, the Pods it reads are
+    /// the ones its Services select or its EndpointSlices name (same namespace), and `spec.tls`
+    /// Secrets are in its namespace or a delegating one.
     ///
-    /// Per reconcile this costs O(Pods and Secrets of those namespaces), not O(cluster): with
-    /// 10k Pods elsewhere, copying them all into every reconcile's snapshot kept both cores
-    /// busy, so the controller stopped draining its Ingress watch (2.4 MB queued at the API
-    /// server) and reconciled stale Ingresses into 422s (docs/performance.md, issue 18).
-    pub fn snapshot_for(&self, namespaces: &[String]) -> ClusterSnapshot {
-        self.snapshot_scoped(Some(namespaces))
-    }
-
-    fn snapshot_scoped(&self, namespaces: Option<&[String]>) -> ClusterSnapshot {
-        fn fill<K>(s: &mut ClusterSnapshot, store: &Store<K>, namespaces: Option<&[String]>)
+    /// Per reconcile this costs O(objects of those namespaces), read from the stores'
+    /// [`NamespaceIndex`]es, not O(cluster). Copying every Pod into every reconcile's snapshot
+    /// kept both cores busy at 10k Pods, so the controller stopped draining its Ingress watch
+    /// and reconciled stale Ingresses into 422s; scanning the stores for the namespaces' objects
+    /// instead was still 41 % of the operator's CPU at 2000 Ingresses (docs/performance.md,
+    /// issue 18).
+    pub fn snapshot_for(&self, namespaces: &[String], other_ingresses: bool) -> ClusterSnapshot {
+        fn fill<K>(s: &mut ClusterSnapshot, index: &NamespaceIndex<K>, namespaces: &[&String])
         where
             K: SnapshotObject + Clone + kube::runtime::reflector::Lookup,
-            <K as kube::runtime::reflector::Lookup>::DynamicType: Eq + std::hash::Hash + Clone,
+            <K as kube::runtime::reflector::Lookup>::DynamicType:
+                Eq + std::hash::Hash + Clone + Default,
         {
-            // The stores' own Arcs: a snapshot shares the objects instead of copying them.
-            for object in store.state() {
-                let wanted = namespaces.is_none_or(|wanted| {
-                    let ns = object.meta().namespace.as_deref().unwrap_or_default();
-                    wanted.iter().any(|w| w == ns)
-                });
-                if wanted {
+            for namespace in namespaces {
+                for object in index.in_namespace(namespace) {
                     s.insert_shared(object);
                 }
             }
         }
+        let namespaces: BTreeSet<&String> = namespaces.iter().collect();
+        let namespaces: Vec<&String> = namespaces.into_iter().collect();
+        let by = &self.by_namespace;
+        let mut s = self.snapshot_of_small_kinds();
+        if other_ingresses {
+            fill(&mut s, &by.ingresses, &namespaces);
+        }
+        fill(&mut s, &by.services, &namespaces);
+        fill(&mut s, &by.endpoint_slices, &namespaces);
+        fill(&mut s, &by.pods, &namespaces);
+        fill(&mut s, &by.secrets, &namespaces);
+        s
+    }
+
+    /// A point-in-time copy of every store (the whole-cluster jobs: garbage collection and the
+    /// firewall rule translate every Ingress).
+    pub fn snapshot(&self) -> ClusterSnapshot {
+        let mut s = self.snapshot_of_small_kinds();
+        fill_all(&mut s, &self.ingresses);
+        fill_all(&mut s, &self.services);
+        fill_all(&mut s, &self.endpoint_slices);
+        fill_all(&mut s, &self.pods);
+        fill_all(&mut s, &self.secrets);
+        s
+    }
+
+    /// The kinds every snapshot holds in full: IngressClasses, the CRD kinds and Node zones.
+    fn snapshot_of_small_kinds(&self) -> ClusterSnapshot {
         let mut s = ClusterSnapshot::default();
-        fill(&mut s, &self.ingresses, None);
-        fill(&mut s, &self.services, None);
-        fill(&mut s, &self.endpoint_slices, None);
-        fill(&mut s, &self.pods, namespaces);
-        fill(&mut s, &self.ingress_classes, None);
-        fill(&mut s, &self.secrets, namespaces);
-        fill(&mut s, &self.backend_configs, None);
-        fill(&mut s, &self.frontend_configs, None);
-        fill(&mut s, &self.managed_certificates, None);
-        fill(&mut s, &self.tls_certificate_delegations, None);
+        fill_all(&mut s, &self.ingress_classes);
+        fill_all(&mut s, &self.backend_configs);
+        fill_all(&mut s, &self.frontend_configs);
+        fill_all(&mut s, &self.managed_certificates);
+        fill_all(&mut s, &self.tls_certificate_delegations);
         s.node_zones = node_zones(&self.nodes);
         s
+    }
+}
+
+/// Every object of `store` into `s` (the stores' own `Arc`s: a snapshot shares the objects
+/// instead of copying them).
+fn fill_all<K>(s: &mut ClusterSnapshot, store: &Store<K>)
+where
+    K: SnapshotObject + Clone + kube::runtime::reflector::Lookup,
+    <K as kube::runtime::reflector::Lookup>::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    for object in store.state() {
+        s.insert_shared(object);
     }
 }
 
@@ -434,19 +536,27 @@ pub(crate) fn stores_holding(snapshot: &ClusterSnapshot) -> Stores {
     ) -> impl Iterator<Item = K> + '_ {
         map.values().map(|o| K::clone(o))
     }
+    let by_namespace = ByNamespace {
+        ingresses: NamespaceIndex::new(store_of(all(&snapshot.ingresses))),
+        services: NamespaceIndex::new(store_of(all(&snapshot.services))),
+        endpoint_slices: NamespaceIndex::new(store_of(all(&snapshot.endpoint_slices))),
+        pods: NamespaceIndex::new(store_of(all(&snapshot.pods))),
+        secrets: NamespaceIndex::new(store_of(all(&snapshot.secrets))),
+    };
     Stores {
-        ingresses: store_of(all(&snapshot.ingresses)),
-        services: store_of(all(&snapshot.services)),
-        endpoint_slices: store_of(all(&snapshot.endpoint_slices)),
-        pods: store_of(all(&snapshot.pods)),
+        ingresses: by_namespace.ingresses.store(),
+        services: by_namespace.services.store(),
+        endpoint_slices: by_namespace.endpoint_slices.store(),
+        pods: by_namespace.pods.store(),
         ingress_classes: store_of(all(&snapshot.ingress_classes)),
-        secrets: store_of(all(&snapshot.secrets)),
+        secrets: by_namespace.secrets.store(),
         backend_configs: store_of(all(&snapshot.backend_configs)),
         frontend_configs: store_of(all(&snapshot.frontend_configs)),
         managed_certificates: store_of(all(&snapshot.managed_certificates)),
         tls_certificate_delegations: store_of(all(&snapshot.tls_certificate_delegations)),
         nodes: store_of(std::iter::empty()),
         zones: watch::channel(BTreeSet::new()).1,
+        by_namespace,
         ready: Arc::new(tokio::sync::watch::channel(true).0),
     }
 }
@@ -479,6 +589,13 @@ mod tests {
         let (managed_certificates, mut w_mc) = empty::<ManagedCertificate>();
         let (tls_certificate_delegations, mut w_td) = empty::<TLSCertificateDelegation>();
         let (nodes, mut w_node) = empty::<NodeMeta>();
+        let by_namespace = ByNamespace {
+            ingresses: NamespaceIndex::new(ingresses.clone()),
+            services: NamespaceIndex::new(services.clone()),
+            endpoint_slices: NamespaceIndex::new(endpoint_slices.clone()),
+            pods: NamespaceIndex::new(pods.clone()),
+            secrets: NamespaceIndex::new(secrets.clone()),
+        };
         let stores = Stores {
             ingresses,
             services,
@@ -492,6 +609,7 @@ mod tests {
             tls_certificate_delegations,
             nodes,
             zones: watch::channel(BTreeSet::new()).1,
+            by_namespace,
             ready: Arc::new(tokio::sync::watch::channel(false).0),
         }
         .watch_first_lists();

@@ -35,6 +35,18 @@ fn services(ingress: &Ingress) -> Vec<&str> {
         .collect()
 }
 
+/// Whether translating `ingress` reads other Ingresses (of its namespace): only to find one
+/// sharing a Service with another list ([`apply`]), so only when it sets
+/// `ncp/whitelist-source-range` (a reconcile's scoped snapshot leaves other Ingresses out
+/// otherwise).
+pub fn reads_other_ingresses(ingress: &Ingress) -> bool {
+    ingress
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(WHITELIST_SOURCE_RANGE))
+}
+
 /// Attaches the whitelist policy of `ingress` to its eligible backends (module docs) and
 /// returns the policy when at least one backend got it.
 pub fn apply(
