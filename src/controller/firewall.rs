@@ -16,16 +16,13 @@ use crate::translate::{
 impl Context {
     /// Syncs the shared firewall rule for all live owned Ingresses; on 403 posts the `XPN`
     /// hint on each of them. Reconciles that ask at the same time share one run
-    /// ([`coalesce`]); a deleting Ingress (`exclude`) runs its own, without itself.
-    pub(crate) async fn sync_firewall(&self, exclude: Option<&ObjectKey>) -> Result<(), SyncError> {
-        match exclude {
-            None => self
-                .firewall_runs
-                .run(|| self.sync_firewall_now(None))
-                .await
-                .map(|_| ()),
-            Some(_) => self.sync_firewall_now(exclude).await,
-        }
+    /// ([`coalesce`]), cleanups included (the live Ingresses leave out those being deleted or
+    /// no longer ours, as for [`Self::gc`]).
+    pub(crate) async fn sync_firewall(&self) -> Result<(), SyncError> {
+        self.firewall_runs
+            .run(|| self.sync_firewall_now(None))
+            .await
+            .map(|_| ())
     }
 
     /// Whether `desired` needs a firewall port that the rule this process last synced does not

@@ -239,7 +239,7 @@ async fn apply(
         || ctx.due(&ctx.firewall_runs)
         || ctx.firewall_lacks_ports(&desired).await
     {
-        ctx.sync_firewall(None).await
+        ctx.sync_firewall().await
     } else {
         Ok(())
     };
@@ -402,8 +402,9 @@ pub(super) async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Erro
     };
     let namer = ctx.namer(ingress);
     let mut changes = Changes::new();
+    // The class decides; IngressClasses are in every snapshot, so none of the big kinds.
     let internal = crate::translate::regional::is_regional(
-        &ctx.stores.snapshot(),
+        &ctx.stores.snapshot_for(&[], false),
         ingress,
         &ctx.config.translate,
     );
@@ -422,8 +423,8 @@ pub(super) async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Erro
     for change in &changes {
         ctx.event(ingress, false, "Sync", change.to_string()).await;
     }
-    ctx.gc(ingress, Some(&key)).await.map_err(sync_err)?;
-    ctx.sync_firewall(Some(&key)).await.map_err(sync_err)?;
+    ctx.gc(ingress).await.map_err(sync_err)?;
+    ctx.sync_firewall().await.map_err(sync_err)?;
     info!("load balancer deleted");
     Ok(())
 }
