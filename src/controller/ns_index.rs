@@ -10,7 +10,11 @@
 //! The index holds the store's own `Arc`s (no copies). It follows kube-runtime 5's reflector
 //! semantics ([`watcher::Event`]): `Apply` and `Delete` change one object; a re-list (`Init`,
 //! `InitApply`..., `InitDone`) replaces the store's contents at `InitDone`, when the index is
-//! rebuilt from the store.
+//! rebuilt from the store. The index is synced once it has followed the store's first list
+//! ([`NamespaceIndex::wait_until_synced`]): the store is ready a moment before (the reflector
+//! writes the store, then the index follows), and a reconcile reading the index in between
+//! would translate without Pods (a default backend's health check lost its probe's interval
+//! and was updated twice on every operator start).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
@@ -29,6 +33,7 @@ where
 {
     store: Store<K>,
     by_namespace: Arc<RwLock<ByNamespace<K>>>,
+    synced: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl<K: Lookup + Clone + 'static> Clone for NamespaceIndex<K>
@@ -39,6 +44,7 @@ where
         Self {
             store: self.store.clone(),
             by_namespace: self.by_namespace.clone(),
+            synced: self.synced.clone(),
         }
     }
 }
@@ -53,6 +59,7 @@ where
         let index = Self {
             store,
             by_namespace: Arc::default(),
+            synced: Arc::new(tokio::sync::watch::channel(false).0),
         };
         index.rebuild();
         index
@@ -86,9 +93,20 @@ where
                     }
                 }
             }
-            watcher::Event::InitDone => self.rebuild(),
+            watcher::Event::InitDone => {
+                self.rebuild();
+                self.synced.send_replace(true);
+            }
             watcher::Event::Init | watcher::Event::InitApply(_) => {}
         }
+    }
+
+    /// Waits until the index has followed its store's first full list (`InitDone`). Any
+    /// number of tasks may wait at once.
+    pub async fn wait_until_synced(&self) {
+        let mut rx = self.synced.subscribe();
+        // The sender lives in `self`, so this only ends once the index is synced.
+        let _ = rx.wait_for(|synced| *synced).await;
     }
 
     /// Every object of `namespace` (the store's `Arc`s), in name order.
@@ -143,8 +161,8 @@ mod tests {
         index.apply(&event);
     }
 
-    #[test]
-    fn follows_applies_deletes_and_relists() {
+    #[tokio::test]
+    async fn follows_applies_deletes_and_relists() {
         let (store, mut writer) = reflector::store::<ConfigMap>();
         let index = NamespaceIndex::new(store.clone());
         feed(
@@ -184,6 +202,7 @@ mod tests {
         assert_eq!(names(&index.in_namespace("b")), [("x".into(), "1".into())]);
         assert!(index.in_namespace("c").is_empty());
         // A re-list: nothing changes until it is done, then the index is what the list held.
+        assert!(!*index.synced.borrow(), "synced before any list");
         feed(&mut writer, &index, watcher::Event::Init);
         feed(
             &mut writer,
@@ -192,6 +211,7 @@ mod tests {
         );
         assert_eq!(names(&index.in_namespace("a")), [("x".into(), "2".into())]);
         feed(&mut writer, &index, watcher::Event::InitDone);
+        index.wait_until_synced().await;
         assert!(index.in_namespace("a").is_empty());
         assert!(index.in_namespace("b").is_empty());
         assert_eq!(names(&index.in_namespace("c")), [("y".into(), "3".into())]);

@@ -413,6 +413,16 @@ impl Stores {
             ),
             first_list("Node", self.nodes.clone()),
         ];
+        // The indexes follow their stores: ready when they have (see `ns_index`).
+        let by = self.by_namespace.clone();
+        let waits = waits.into_iter().chain([async move {
+            by.ingresses.wait_until_synced().await;
+            by.services.wait_until_synced().await;
+            by.endpoint_slices.wait_until_synced().await;
+            by.pods.wait_until_synced().await;
+            by.secrets.wait_until_synced().await;
+        }
+        .boxed()]);
         let ready = self.ready.clone();
         tokio::spawn(async move {
             futures::future::join_all(waits).await;
@@ -596,6 +606,7 @@ mod tests {
             pods: NamespaceIndex::new(pods.clone()),
             secrets: NamespaceIndex::new(secrets.clone()),
         };
+        let indexes = by_namespace.clone();
         let stores = Stores {
             ingresses,
             services,
@@ -633,6 +644,16 @@ mod tests {
         w_mc.apply_watcher_event(&watcher::Event::InitDone);
         w_td.apply_watcher_event(&watcher::Event::InitDone);
         w_node.apply_watcher_event(&watcher::Event::InitDone);
+        // Every store has listed, but the namespace indexes have not followed yet: a reconcile
+        // starting now would read empty namespaces. (Without the index waits, readiness comes
+        // within one first-list re-poll, 200 ms; with them, never until the indexes follow.)
+        let early = tokio::time::timeout(10 * REPOLL, stores.wait_until_ready()).await;
+        assert!(early.is_err(), "ready before the indexes followed");
+        indexes.ingresses.apply(&watcher::Event::InitDone);
+        indexes.services.apply(&watcher::Event::InitDone);
+        indexes.endpoint_slices.apply(&watcher::Event::InitDone);
+        indexes.pods.apply(&watcher::Event::InitDone);
+        indexes.secrets.apply(&watcher::Event::InitDone);
         let deadline = Duration::from_secs(30);
         for w in waiters {
             tokio::time::timeout(deadline, w)
