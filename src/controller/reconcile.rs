@@ -203,17 +203,32 @@ async fn apply(
 
     let namer = ctx.namer(&ingress);
     let mut changes = Changes::new();
-    let synced = if desired.region.is_some() {
-        Box::pin(super::internal::sync_internal_lb(
-            ctx,
-            &ingress,
-            &desired,
-            &mut changes,
-        ))
-        .await
-    } else {
-        sync_load_balancer(ctx, &key, &namer, &desired, &mut changes).await
+    // The firewall rule references nothing the sync creates, and health checks reach the
+    // endpoints only through it: when it lacks this Ingress's ports (a new cluster's first
+    // Ingress, a new target port) or is due, it is synced beside the load balancer instead of
+    // after it, so the first probes pass. After it, the first Ingress of a cluster waited one
+    // failed probe and a whole check interval (15 s) for its first 200 (issue 26).
+    let firewall_first = ctx.due(&ctx.firewall_runs) || ctx.firewall_lacks_ports(&desired).await;
+    let early_firewall = async {
+        match firewall_first {
+            true => Some(ctx.sync_firewall().await),
+            false => None,
+        }
     };
+    let load_balancer = async {
+        if desired.region.is_some() {
+            Box::pin(super::internal::sync_internal_lb(
+                ctx,
+                &ingress,
+                &desired,
+                &mut changes,
+            ))
+            .await
+        } else {
+            sync_load_balancer(ctx, &key, &namer, &desired, &mut changes).await
+        }
+    };
+    let (synced, early_firewall) = tokio::join!(load_balancer, early_firewall);
     for change in &changes {
         ctx.event(&ingress, false, "Sync", change.to_string()).await;
     }
@@ -235,13 +250,10 @@ async fn apply(
     };
     // The firewall's ports change with a change to some Ingress's backends, or with the target
     // ports of their EndpointSlices (which may come in a reconcile of their own).
-    let firewall = if !changes.is_empty()
-        || ctx.due(&ctx.firewall_runs)
-        || ctx.firewall_lacks_ports(&desired).await
-    {
-        ctx.sync_firewall().await
-    } else {
-        Ok(())
+    let firewall = match early_firewall {
+        Some(result) => result,
+        None if !changes.is_empty() => ctx.sync_firewall().await,
+        None => Ok(()),
     };
     if let Err(source) = firewall {
         ctx.event(
