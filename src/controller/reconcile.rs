@@ -209,13 +209,15 @@ async fn apply(
     // after it, so the first probes pass. After it, the first Ingress of a cluster waited one
     // failed probe and a whole check interval (15 s) for its first 200 (issue 26).
     let firewall_first = ctx.due(&ctx.firewall_runs) || ctx.firewall_lacks_ports(&desired).await;
-    let early_firewall = async {
+    // Both boxed: side by side inline they made the reconcile's future big enough to overflow a
+    // debug build's worker stack (seen on a URL map update).
+    let early_firewall = Box::pin(async {
         match firewall_first {
             true => Some(ctx.sync_firewall().await),
             false => None,
         }
-    };
-    let load_balancer = async {
+    });
+    let load_balancer = Box::pin(async {
         if desired.region.is_some() {
             Box::pin(super::internal::sync_internal_lb(
                 ctx,
@@ -227,7 +229,7 @@ async fn apply(
         } else {
             sync_load_balancer(ctx, &key, &namer, &desired, &mut changes).await
         }
-    };
+    });
     let (synced, early_firewall) = tokio::join!(load_balancer, early_firewall);
     for change in &changes {
         ctx.event(&ingress, false, "Sync", change.to_string()).await;
