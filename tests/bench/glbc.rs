@@ -132,6 +132,18 @@ fn run(
         PROJECT,
     ])?;
     sys.apply_basics()?;
+    // glbc serves the default backend through a node port, not a NEG: it refuses a ClusterIP
+    // default backend ("is type ClusterIP, expected NodePort or LoadBalancer"). Both controllers
+    // get the same Service.
+    sys.kubectl_ok(&[
+        "-n",
+        "kube-system",
+        "patch",
+        "service",
+        "default-http-backend",
+        "-p",
+        r#"{"spec":{"type":"NodePort"}}"#,
+    ])?;
     cluster::create_all(&sys, &[services_yaml(services)])?;
     let controller = match glbc {
         Some(binary) => start_glbc(&sys, binary, &metadata)?,
