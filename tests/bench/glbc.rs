@@ -66,7 +66,8 @@ fn ingresses_yaml(ingresses: usize, services: usize) -> String {
             y,
             "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: ing-{i}, namespace: default, \
              annotations: {{kubernetes.io/ingress.class: gce}}}}\n\
-             spec: {{rules: [{{host: ing-{i}.example, http: {{paths: \
+             spec: {{defaultBackend: {{service: {{name: svc-{s}, port: {{number: 80}}}}}}, \
+             rules: [{{host: ing-{i}.example, http: {{paths: \
              [{{path: /, pathType: Prefix, backend: {{service: {{name: svc-{s}, port: {{number: 80}}}}}}}}]}}}}]}}\n---\n"
         );
     }
@@ -132,18 +133,6 @@ fn run(
         PROJECT,
     ])?;
     sys.apply_basics()?;
-    // glbc serves the default backend through a node port, not a NEG: it refuses a ClusterIP
-    // default backend ("is type ClusterIP, expected NodePort or LoadBalancer"). Both controllers
-    // get the same Service.
-    sys.kubectl_ok(&[
-        "-n",
-        "kube-system",
-        "patch",
-        "service",
-        "default-http-backend",
-        "-p",
-        r#"{"spec":{"type":"NodePort"}}"#,
-    ])?;
     cluster::create_all(&sys, &[services_yaml(services)])?;
     let controller = match glbc {
         Some(binary) => start_glbc(&sys, binary, &metadata)?,
