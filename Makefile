@@ -106,11 +106,13 @@ bench: build
 	@if [ -n "$(BENCH_SCALE)" ]; then $(MAKE) bench-scale; else echo "the size sweep (issue 18, ~1 h on 2 busy cores): make bench-scale, or make bench BENCH_SCALE=1"; fi
 
 ## The operator: Ingress created -> first 200 (one at a time and at once) and convergence over
-## BENCH_INGRESSES (default 100), with no added latency, then on the slow cloud
+## BENCH_INGRESSES (default 100), with no added latency, then first 200 with 200 ms per call
+## (issue 26's row (b)), then both on the slow cloud
 ## (BENCH_SLOW_CLOUD_PROFILE, default `realistic`; docs/performance.md).
 BENCH_SLOW_CLOUD_PROFILE ?= realistic
 bench-control-plane: build
 	$(CARGO) bench --workspace --bench converge --profile dev
+	BENCH_SLOW_CLOUD=uniform:200 BENCH_INGRESSES=0 $(CARGO) bench --workspace --bench converge --profile dev
 	BENCH_SLOW_CLOUD=$(BENCH_SLOW_CLOUD_PROFILE) $(CARGO) bench --workspace --bench converge --profile dev
 	$(CARGO) bench --workspace --bench memory --profile dev
 
