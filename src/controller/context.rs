@@ -148,27 +148,18 @@ impl Context {
         self.config.translate.ingress_namer(ingress)
     }
 
-    /// Owned Ingresses that are not being deleted, except `exclude`.
-    pub(crate) fn live_ingresses<'a>(
-        &self,
-        snapshot: &'a ClusterSnapshot,
-        exclude: Option<&ObjectKey>,
-    ) -> Vec<&'a Ingress> {
+    /// Owned Ingresses that are not being deleted.
+    pub(crate) fn live_ingresses<'a>(&self, snapshot: &'a ClusterSnapshot) -> Vec<&'a Ingress> {
         snapshot
             .ingresses
             .iter()
-            .filter(|(k, _)| Some(*k) != exclude)
             .filter(|(_, i)| i.metadata.deletion_timestamp.is_none())
             .filter(|(_, i)| owns_ingress(snapshot, i, &self.config.translate))
             .map(|(_, i)| i.as_ref())
             .collect()
     }
 
-    pub(crate) fn live_set(
-        &self,
-        snapshot: &ClusterSnapshot,
-        exclude: Option<&ObjectKey>,
-    ) -> LiveSet {
+    pub(crate) fn live_set(&self, snapshot: &ClusterSnapshot) -> LiveSet {
         let t = &self.config.translate;
         let mut live = LiveSet {
             scheme: t.mode.scheme(),
@@ -177,7 +168,7 @@ impl Context {
             security_policy_prefix: crate::translate::ncp::security_policy_prefix(t),
             ..LiveSet::default()
         };
-        for ingress in self.live_ingresses(snapshot, exclude) {
+        for ingress in self.live_ingresses(snapshot) {
             let namer = self.namer(ingress);
             // A regional Ingress's frontend and backend services are regional (its live set
             // is `regional_live_set`); its NEGs are zonal and shared, so they count here.
@@ -218,7 +209,7 @@ impl Context {
         let mut changes = Changes::new();
         let result = self
             .gc_runs
-            .run(|| self.gc_now(None, &mut changes))
+            .run(|| self.gc_now(&mut changes))
             .await
             .map(|_| ());
         if let Err(e) = &result {
@@ -276,13 +267,9 @@ impl Context {
     /// for; one starting later waits for this run. A resource deleted since the lists is
     /// skipped (the state cache knows it gone) or answers 404, which counts as done. So a run
     /// deletes a subset of what a run listing under the lock would delete.
-    pub(crate) async fn gc_now(
-        &self,
-        exclude: Option<&ObjectKey>,
-        changes: &mut Changes,
-    ) -> Result<(), SyncError> {
+    pub(crate) async fn gc_now(&self, changes: &mut Changes) -> Result<(), SyncError> {
         let result = match self.gc_candidates().await {
-            Ok(candidates) => self.gc_locked(&candidates, exclude, changes).await,
+            Ok(candidates) => self.gc_locked(&candidates, changes).await,
             Err(e) => Err(e),
         };
         // Tests and operators wait for this line to know a run has looked at the project.
@@ -306,11 +293,10 @@ impl Context {
     }
 
     /// The second step of [`Context::gc_now`]: takes the exclusive lock, reads what is live
-    /// (every Ingress of the stores but `exclude`) and deletes the `candidates` that are stale.
+    /// (every live Ingress of the stores) and deletes the `candidates` that are stale.
     pub(crate) async fn gc_locked(
         &self,
         candidates: &GcCandidates,
-        exclude: Option<&ObjectKey>,
         changes: &mut Changes,
     ) -> Result<(), SyncError> {
         // Reconciles starting meanwhile go first (see `write_when_idle`).
@@ -323,9 +309,9 @@ impl Context {
         let snapshot = self.stores.snapshot();
         // Regional first: a regional backend service holds the NEGs the global run deletes.
         if let Some((region, regional)) = &candidates.regional {
-            Box::pin(self.regional_gc(&snapshot, exclude, region, regional, changes)).await?;
+            Box::pin(self.regional_gc(&snapshot, region, regional, changes)).await?;
         }
-        let live = self.live_set(&snapshot, exclude);
+        let live = self.live_set(&snapshot);
         delete_garbage(&self.compute, &candidates.global, &live, changes).await
     }
 }

@@ -20,7 +20,7 @@ impl Context {
     /// no longer ours, as for [`Self::gc`]).
     pub(crate) async fn sync_firewall(&self) -> Result<(), SyncError> {
         self.firewall_runs
-            .run(|| self.sync_firewall_now(None))
+            .run(|| self.sync_firewall_now())
             .await
             .map(|_| ())
     }
@@ -49,14 +49,11 @@ impl Context {
 
     /// One firewall sync, serialised, over a snapshot taken under the lock, so concurrent
     /// reconciles cannot write an older port set over a newer one.
-    pub(crate) async fn sync_firewall_now(
-        &self,
-        exclude: Option<&ObjectKey>,
-    ) -> Result<(), SyncError> {
+    pub(crate) async fn sync_firewall_now(&self) -> Result<(), SyncError> {
         let mut rule_state = self.firewall_lock.lock().await;
         let snapshot = &self.stores.snapshot();
         let t = &self.config.translate;
-        let live = self.live_ingresses(snapshot, exclude);
+        let live = self.live_ingresses(snapshot);
         let ports: BTreeSet<u16> = live
             .iter()
             .filter_map(|i| {

@@ -137,7 +137,7 @@ async fn a_sync_goes_ahead_while_the_gc_lists() {
     let ctx = context(&server).await;
     let gc = {
         let ctx = ctx.clone();
-        tokio::spawn(async move { ctx.gc_now(None, &mut Changes::new()).await })
+        tokio::spawn(async move { ctx.gc_now(&mut Changes::new()).await })
     };
     until_received(&server, "GET", NEGS).await;
 
@@ -196,9 +196,7 @@ async fn a_backend_created_after_the_gc_lists_is_not_deleted() {
         .await
         .contains(&format!("{G}/backendServices")));
     let mut changes = Changes::new();
-    ctx.gc_locked(&candidates, None, &mut changes)
-        .await
-        .unwrap();
+    ctx.gc_locked(&candidates, &mut changes).await.unwrap();
 
     let deletes = received(&server, "DELETE").await;
     for collection in ["backendServices", "healthChecks"] {

@@ -32,12 +32,8 @@ impl Context {
     }
 
     /// What live internal Ingresses want of the regional collections (frontends, certificate
-    /// prefixes, backend services and health checks), except `exclude`.
-    pub(crate) fn regional_live_set(
-        &self,
-        snapshot: &ClusterSnapshot,
-        exclude: Option<&ObjectKey>,
-    ) -> LiveSet {
+    /// prefixes, backend services and health checks).
+    pub(crate) fn regional_live_set(&self, snapshot: &ClusterSnapshot) -> LiveSet {
         let t = &self.config.translate;
         let mut live = LiveSet {
             scheme: t.mode.scheme(),
@@ -45,7 +41,7 @@ impl Context {
             gke_uid: t.gke_uid.clone(),
             ..LiveSet::default()
         };
-        for ingress in self.live_ingresses(snapshot, exclude) {
+        for ingress in self.live_ingresses(snapshot) {
             if !is_regional(snapshot, ingress, t) {
                 continue;
             }
@@ -87,12 +83,11 @@ impl Context {
     pub(crate) async fn regional_gc(
         &self,
         snapshot: &ClusterSnapshot,
-        exclude: Option<&ObjectKey>,
         region: &str,
         candidates: &Candidates,
         changes: &mut Changes,
     ) -> Result<(), SyncError> {
-        let live = self.regional_live_set(snapshot, exclude);
+        let live = self.regional_live_set(snapshot);
         Box::pin(delete_regional_garbage(
             &self.compute,
             region,
