@@ -10,9 +10,7 @@
 
 mod support;
 
-use std::process::Command;
-
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use serde_json::{json, Value};
 use support::*;
 
@@ -22,29 +20,6 @@ const SERVICE_TOKEN: &str = "service-project-token";
 
 fn examples() -> std::path::PathBuf {
     repo_root().join("docs/examples")
-}
-
-/// Runs `shell_command` (a gcloud command line) with gcloud aimed at the emulator, as the
-/// identity whose access token is `token`.
-fn gcloud(sys: &System, token: &str, shell_command: &str) -> Result<std::process::Output> {
-    let cfg = sys.dir.path().join(format!("gcloud-{token}"));
-    std::fs::create_dir_all(&cfg)?;
-    let token_file = cfg.join("token.txt");
-    std::fs::write(&token_file, token)?;
-    Command::new("bash")
-        .args(["-c", shell_command])
-        .env("CLOUDSDK_CONFIG", &cfg)
-        .env("CLOUDSDK_CORE_PROJECT", PROJECT)
-        .env("CLOUDSDK_CORE_DISABLE_PROMPTS", "1")
-        .env("CLOUDSDK_CORE_DISABLE_USAGE_REPORTING", "true")
-        .env("CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK", "true")
-        .env("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", &token_file)
-        .env(
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
-            format!("{}compute/v1/", sys.compute_url),
-        )
-        .output()
-        .context("running gcloud (installed on these machines; see make deps)")
 }
 
 /// The health states of every endpoint of every NEG in `zone` of `PROJECT`, sorted, as
@@ -205,7 +180,7 @@ fn shared_vpc_refusal_gives_502_until_the_host_admin_runs_the_xpn_command() -> R
     assert!(sys.created_firewalls()?.is_empty());
 
     // The service project's own credentials cannot write the host's firewall either.
-    let out = gcloud(&sys, SERVICE_TOKEN, &command)?;
+    let out = sys.gcloud_as(SERVICE_TOKEN, &command)?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     let name = command.split_whitespace().nth(4).unwrap_or_default();
     assert!(!out.status.success(), "{stderr}");
@@ -217,7 +192,7 @@ fn shared_vpc_refusal_gives_502_until_the_host_admin_runs_the_xpn_command() -> R
     );
 
     // The host project's admin runs it: endpoints turn HEALTHY and requests get 200.
-    let out = gcloud(&sys, HOST_ADMIN, &command)?;
+    let out = sys.gcloud_as(HOST_ADMIN, &command)?;
     if !out.status.success() {
         bail!(
             "{command} failed: {}{}",
@@ -275,7 +250,7 @@ fn a_deleted_rule_gives_502_and_a_warning_and_a_deny_rule_blocks_only_its_port()
         "{command}"
     );
     // Its command restores the rule (the emulator's gcloud, as any user would run it).
-    let out = gcloud(&sys, "user-token", &command)?;
+    let out = sys.gcloud_as("user-token", &command)?;
     assert!(
         out.status.success(),
         "{}",

@@ -25,11 +25,22 @@ impl System {
     /// Runs `shell_command` (a gcloud command line) with gcloud aimed at the emulator
     /// (docs/reference gce-clients.md: endpoint override and an access token file); its stdout.
     pub fn gcloud(&self, shell_command: &str) -> Result<String> {
-        let cfg = self.dir.path().join("gcloud");
+        let out = self.gcloud_as("regional-e2e-token", shell_command)?;
+        if !out.status.success() {
+            bail!("{shell_command}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Runs `shell_command` (a gcloud command line) with gcloud aimed at the emulator as the
+    /// identity whose access token is `token` (its own gcloud config directory); its output,
+    /// whatever its exit status.
+    pub fn gcloud_as(&self, token: &str, shell_command: &str) -> Result<std::process::Output> {
+        let cfg = self.dir.path().join(format!("gcloud-{token}"));
         std::fs::create_dir_all(&cfg)?;
         let token_file = cfg.join("token.txt");
-        std::fs::write(&token_file, "regional-e2e-token")?;
-        let out = Command::new("bash")
+        std::fs::write(&token_file, token)?;
+        Command::new("bash")
             .args(["-c", shell_command])
             .env("CLOUDSDK_CONFIG", &cfg)
             .env("CLOUDSDK_CORE_PROJECT", PROJECT)
@@ -42,11 +53,7 @@ impl System {
                 format!("{}compute/v1/", self.compute_url),
             )
             .output()
-            .context("running gcloud (installed by make deps)")?;
-        if !out.status.success() {
-            bail!("{shell_command}: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            .context("running gcloud (installed by make deps)")
     }
 
     /// Names in one regional collection of [`REGION`].
