@@ -28,6 +28,8 @@
 pub mod coalesce;
 pub mod context;
 pub mod firewall;
+#[cfg(test)]
+mod events_tests;
 mod firewall_check;
 #[cfg(test)]
 mod gc_tests;
