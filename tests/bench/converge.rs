@@ -250,7 +250,11 @@ fn main() -> Result<()> {
     if let Some(s) = slow.as_deref() {
         emulator_args.extend(["--slow-cloud", s]);
     }
-    let profile = slow.as_deref().unwrap_or("no added latency");
+    let profile = format!(
+        "{}, {}",
+        slow.as_deref().unwrap_or("no added latency"),
+        operator_label()
+    );
     let mut sys = System::start(&emulator_args)?;
     sys.apply_basics()?;
     sys.apply(&services_yaml(services))?;
@@ -327,7 +331,8 @@ fn main() -> Result<()> {
                 .collect::<Vec<_>>()
                 .join("/")
         );
-        report_sweep(&title, &sweep)?;
+        let stem = if slow.is_some() { "scale-slow" } else { "scale" };
+        report_sweep(&title, stem, &sweep)?;
     }
     Ok(())
 }
@@ -496,11 +501,20 @@ fn converge_size(
     })
 }
 
+/// Which operator binary the figures are of: `BENCH_OPERATOR`'s, or this bench's own build.
+fn operator_label() -> String {
+    match std::env::var("BENCH_OPERATOR") {
+        Ok(path) if path.contains("/release/") => "release-build operator".to_string(),
+        Ok(path) => format!("operator {path}"),
+        Err(_) => "operator of this bench's build".to_string(),
+    }
+}
+
 /// The sweep's summary: one row per size, printed and written to `BENCH_REPORT_DIR` (default
-/// `bench-report` beside the binaries, e.g. `target/debug/bench-report`) as `scale.md`, with
-/// the plot of convergence time and peak RSS against Ingress count as `scale.png` beside it;
-/// both paths are printed.
-fn report_sweep(title: &str, sweep: &[SizeFigures]) -> Result<()> {
+/// `bench-report` beside the binaries, e.g. `target/debug/bench-report`) as `<stem>.md`
+/// (`scale`, or `scale-slow` on a slow cloud), with the plot of convergence time and peak RSS
+/// against Ingress count as `<stem>.png` beside it; both paths are printed.
+fn report_sweep(title: &str, stem: &str, sweep: &[SizeFigures]) -> Result<()> {
     let mut table = String::new();
     let _ = writeln!(table, "{title}\n");
     let _ = writeln!(
@@ -535,9 +549,9 @@ fn report_sweep(title: &str, sweep: &[SizeFigures]) -> Result<()> {
         None => bin("gclb-operator").with_file_name("bench-report"),
     };
     std::fs::create_dir_all(&dir)?;
-    let report = dir.join("scale.md");
+    let report = dir.join(format!("{stem}.md"));
     std::fs::write(&report, &table)?;
-    let png = dir.join("scale.png");
+    let png = dir.join(format!("{stem}.png"));
     let points: Vec<plot::Point> = sweep
         .iter()
         .filter_map(|f| Some((f.n, f.phases.first()?.0, f.phases.first()?.2 .1)))
