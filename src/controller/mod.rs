@@ -27,9 +27,9 @@
 
 pub mod coalesce;
 pub mod context;
-pub mod firewall;
 #[cfg(test)]
 mod events_tests;
+pub mod firewall;
 mod firewall_check;
 #[cfg(test)]
 mod gc_tests;

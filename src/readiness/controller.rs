@@ -82,7 +82,6 @@ async fn poll_loop(ctx: &Context, store: Store<PodRecord>, wake: Option<Arc<Noti
         bypass = ctx.config.bypass,
         "readiness gate controller started"
     );
-    let recorder = Recorder::new(ctx.client.clone(), ctx.reporter.clone());
     let mut memory = Memory::default();
     // Delays after failed polls: jittered exponential from 2x the poll interval up to the cap.
     let error_backoff = || {
@@ -115,7 +114,7 @@ async fn poll_loop(ctx: &Context, store: Store<PodRecord>, wake: Option<Arc<Noti
             }
             continue;
         }
-        let errors = poll_once(ctx, &recorder, &waiting, &mut memory).await;
+        let errors = poll_once(ctx, &waiting, &mut memory).await;
         let delay = if errors == 0 {
             error_delays = error_backoff();
             ctx.config.poll_interval
@@ -135,7 +134,6 @@ async fn poll_loop(ctx: &Context, store: Store<PodRecord>, wake: Option<Arc<Noti
 /// One poll over all waiting Pods; returns the number of failed API calls.
 pub(crate) async fn poll_once(
     ctx: &Context,
-    recorder: &Recorder,
     waiting: &[Arc<PodRecord>],
     memory: &mut Memory,
 ) -> usize {
@@ -249,7 +247,7 @@ pub(crate) async fn poll_once(
     let memory_view: &Memory = memory;
     let outcomes: Vec<Applied> = futures::stream::iter(decisions)
         .map(|(pod, decided, created)| async move {
-            apply(ctx, recorder, &pod, decided, created, now, memory_view).await
+            apply(ctx, &pod, decided, created, now, memory_view).await
         })
         .buffer_unordered(ctx.config.max_concurrent_polls.max(1))
         .collect()
@@ -289,7 +287,6 @@ struct Applied {
 /// Writes the condition when it changed, then Events and metrics. Errors are logged.
 async fn apply(
     ctx: &Context,
-    recorder: &Recorder,
     pod: &PodRecord,
     decided: NegCondition,
     created: Timestamp,
@@ -341,7 +338,7 @@ async fn apply(
             } else {
                 EventType::Normal
             };
-            publish(recorder, pod, type_, decided.reason, &decided.message).await;
+            publish(ctx, pod, type_, decided.reason, &decided.message).await;
         }
     }
     let slow = !decided.status
@@ -358,25 +355,16 @@ async fn apply(
             waited.as_secs(),
             ctx.config.timeout.as_secs()
         );
-        publish(
-            recorder,
-            pod,
-            EventType::Warning,
-            Reason::NotReady,
-            &message,
-        )
-        .await;
+        publish(ctx, pod, EventType::Warning, Reason::NotReady, &message).await;
     }
     applied
 }
 
-async fn publish(
-    recorder: &Recorder,
-    pod: &PodRecord,
-    type_: EventType,
-    reason: Reason,
-    note: &str,
-) {
+/// Posts an Event about `pod`. Each goes through a Recorder of its own: kube's Recorder keeps
+/// every Event it posted for 6 minutes to fold repeats into a series, and these never repeat
+/// (one decision per Pod, one slow-Pod Warning per Pod: [`Memory`]), so a shared one would hold
+/// an Event per Pod of a whole rollout.
+async fn publish(ctx: &Context, pod: &PodRecord, type_: EventType, reason: Reason, note: &str) {
     let event = Event {
         type_,
         reason: reason.as_str().to_owned(),
@@ -384,6 +372,7 @@ async fn publish(
         action: "ReadinessGate".to_owned(),
         secondary: None,
     };
+    let recorder = Recorder::new(ctx.client.clone(), ctx.reporter.clone());
     if let Err(err) = recorder.publish(&event, &pod.object_ref(&())).await {
         tracing::warn!(pod = %pod.name_any(), error = %err, "cannot record Event");
     }

@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::runtime::events::Recorder;
 use serde_json::{json, Value};
 
 use super::*;
@@ -106,11 +105,10 @@ async fn one_poll_calls_each_neg_once_and_applies_every_rule() {
     let api = MockApi::with_pods(values.to_vec());
     let health = Arc::new(scripted_health());
     let ctx = context(&api, health.clone(), Config::default());
-    let recorder = Recorder::new(ctx.client.clone(), ctx.reporter.clone());
     let mut memory = Memory::default();
     let waiting = pods(&values);
 
-    let errors = poll_once(&ctx, &recorder, &waiting, &mut memory).await;
+    let errors = poll_once(&ctx, &waiting, &mut memory).await;
     assert_eq!(errors, 0);
     // Three Pods share neg-a, one is also in neg-b: one call per NEG.
     assert_eq!(health.calls(&neg("neg-a")), 1);
@@ -172,7 +170,7 @@ async fn one_poll_calls_each_neg_once_and_applies_every_rule() {
     );
 
     // A second poll over the same (stale) Pods: one more call per NEG, nothing rewritten.
-    poll_once(&ctx, &recorder, &waiting, &mut memory).await;
+    poll_once(&ctx, &waiting, &mut memory).await;
     assert_eq!(health.calls(&neg("neg-a")), 2);
     assert_eq!(health.calls(&neg("neg-b")), 2);
     assert_eq!(api.patches().len(), 4);
@@ -184,8 +182,7 @@ async fn pods_in_no_neg_cost_no_compute_call() {
     let api = MockApi::with_pods(values.to_vec());
     let health = Arc::new(scripted_health());
     let ctx = context(&api, health.clone(), Config::default());
-    let recorder = Recorder::new(ctx.client.clone(), ctx.reporter.clone());
-    poll_once(&ctx, &recorder, &pods(&values), &mut Memory::default()).await;
+    poll_once(&ctx, &pods(&values), &mut Memory::default()).await;
     assert_eq!(health.total_calls(), 0);
     assert_eq!(health.backend_service_calls.load(Ordering::SeqCst), 0);
     assert_eq!(api.patches().len(), 1);
@@ -197,8 +194,7 @@ async fn timeout_lets_the_pod_through_with_a_warning_event() {
     let api = MockApi::with_pods(values.to_vec());
     let health = Arc::new(scripted_health());
     let ctx = context(&api, health, Config::default());
-    let recorder = Recorder::new(ctx.client.clone(), ctx.reporter.clone());
-    poll_once(&ctx, &recorder, &pods(&values), &mut Memory::default()).await;
+    poll_once(&ctx, &pods(&values), &mut Memory::default()).await;
     let patches = api.patches();
     let c = condition_of(&patches[0]);
     assert_eq!(
@@ -221,11 +217,10 @@ async fn a_pod_waiting_too_long_gets_one_not_ready_event() {
         ..Config::default()
     };
     let ctx = context(&api, health, config);
-    let recorder = Recorder::new(ctx.client.clone(), ctx.reporter.clone());
     let mut memory = Memory::default();
     let waiting = pods(&values);
-    poll_once(&ctx, &recorder, &waiting, &mut memory).await;
-    poll_once(&ctx, &recorder, &waiting, &mut memory).await;
+    poll_once(&ctx, &waiting, &mut memory).await;
+    poll_once(&ctx, &waiting, &mut memory).await;
     let events = api.events();
     assert_eq!(events.len(), 1, "{events:#?}");
     assert_eq!(events[0].body["type"], "Warning");
@@ -251,8 +246,7 @@ async fn api_errors_are_counted_and_the_pod_keeps_waiting() {
         BTreeMap::new(),
     ));
     let ctx = context(&api, health, Config::default());
-    let recorder = Recorder::new(ctx.client.clone(), ctx.reporter.clone());
-    let errors = poll_once(&ctx, &recorder, &pods(&values), &mut Memory::default()).await;
+    let errors = poll_once(&ctx, &pods(&values), &mut Memory::default()).await;
     assert_eq!(errors, 1);
     let patches = api.patches();
     assert_eq!(condition_of(&patches[0])["status"], "False");
@@ -268,8 +262,7 @@ async fn bypass_sets_the_gate_true_without_compute_calls() {
         ..Config::default()
     };
     let ctx = context(&api, health.clone(), config);
-    let recorder = Recorder::new(ctx.client.clone(), ctx.reporter.clone());
-    poll_once(&ctx, &recorder, &pods(&values), &mut Memory::default()).await;
+    poll_once(&ctx, &pods(&values), &mut Memory::default()).await;
     assert_eq!(health.total_calls(), 0);
     let c = condition_of(&api.patches()[0]).clone();
     assert_eq!(c["status"], "True");
@@ -350,15 +343,14 @@ async fn a_failed_patch_is_retried_next_poll_and_does_not_stop_others() {
     let api = MockApi::with_pods(vec![present.clone()]);
     let health = Arc::new(scripted_health());
     let ctx = context(&api, health, Config::default());
-    let recorder = Recorder::new(ctx.client.clone(), ctx.reporter.clone());
     let mut memory = Memory::default();
     let waiting = pods(&[ghost, present]);
-    poll_once(&ctx, &recorder, &waiting, &mut memory).await;
+    poll_once(&ctx, &waiting, &mut memory).await;
     assert_eq!(patch_for(&api.patches(), "p4").len(), 1);
     assert!(memory.written.contains_key("uid-p4"));
     assert!(!memory.written.contains_key("uid-ghost"));
     // Next poll: the ghost is tried again, p4 is not rewritten.
-    poll_once(&ctx, &recorder, &waiting, &mut memory).await;
+    poll_once(&ctx, &waiting, &mut memory).await;
     assert_eq!(patch_for(&api.patches(), "ghost").len(), 2);
     assert_eq!(patch_for(&api.patches(), "p4").len(), 1);
 }

@@ -331,7 +331,11 @@ fn main() -> Result<()> {
                 .collect::<Vec<_>>()
                 .join("/")
         );
-        let stem = if slow.is_some() { "scale-slow" } else { "scale" };
+        let stem = if slow.is_some() {
+            "scale-slow"
+        } else {
+            "scale"
+        };
         report_sweep(&title, stem, &sweep)?;
     }
     Ok(())
