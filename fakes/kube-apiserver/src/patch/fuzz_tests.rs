@@ -149,8 +149,9 @@ impl Server {
 }
 
 /// What is wrong with an answer: not 2xx and not a 4xx `Status`. The one 500 allowed is the
-/// real server's own answer to an apply configuration with an undeclared field
-/// (`patch::apply::check_declared`): a `Status` without a reason.
+/// real server's own answer to an apply configuration its typed conversion refuses (an
+/// undeclared field, a wrong-typed value, duplicated list keys: `patch::typed`): a `Status`
+/// without a reason.
 fn bad_answer(status: u16, body: &Value) -> Option<String> {
     if (200..300).contains(&status) {
         return None;
