@@ -57,7 +57,7 @@ fn pod(containers: Value) -> Value {
         "spec": {"containers": containers}})
 }
 
-/// The answer of a typed-conversion refusal: 500, a Status without a reason.
+/// The answer of a typed-conversion (or Go conversion) refusal: 500, a Status without a reason.
 fn typed_refusal(code: u16, status: &Value) -> String {
     assert_eq!(code, 500, "{status}");
     assert_eq!(status["kind"], "Status", "{status}");
@@ -113,4 +113,23 @@ async fn apply_refuses_wrong_typed_list_keys_duplicates_and_undeclared_fields() 
     let elsewhere = "/api/v1/namespaces/missing/pods/typed?fieldManager=tool";
     let (code, status) = http.patch(elsewhere, undeclared, APPLY).await;
     typed_refusal(code, &status);
+
+    // A fraction for an int32 passes the typed conversion but not the conversion to the Go
+    // type, also when apply creates the object.
+    let mut fraction = pod(json!([web]));
+    fraction["metadata"]["name"] = json!("fraction");
+    fraction["spec"]["priority"] = json!(0.5);
+    let (code, status) = http
+        .patch(
+            &format!("{PODS}/fraction?fieldManager=tool"),
+            fraction,
+            APPLY,
+        )
+        .await;
+    assert_eq!(
+        typed_refusal(code, &status),
+        "failed to convert new object (/fraction; /v1, Kind=Pod) to proper version: unable to convert unstructured object to /v1, Kind=Pod: cannot convert float64 to int32"
+    );
+    let (code, _) = http.get(&format!("{PODS}/fraction")).await;
+    assert_eq!(code, 404);
 }

@@ -309,6 +309,9 @@ pub async fn dispatch(
             if kind == PatchType::Apply {
                 let manager = apply::field_manager(q)?;
                 let config = apply::parse(&body, schema)?;
+                if res.crd_version.is_none() {
+                    apply::check_convertible(&config, schema)?;
+                }
                 if strict {
                     validation::strict(&res, &config, schema)?;
                 }

@@ -85,6 +85,37 @@ pub fn check_typed(config: &Value, schema: Option<Schema<'_>>) -> Result<(), Api
     if refused.is_empty() {
         return Ok(());
     }
+    let errors = match refused.as_slice() {
+        [one] => one.clone(),
+        many => format!("errors:\n  {}", many.join("\n  ")),
+    };
+    let (object, gvk) = identity(config);
+    Err(ApiError::Unclassified(format!(
+        "failed to create typed patch object ({object}; {gvk}): {errors}"
+    )))
+}
+
+/// Refuses an apply configuration of a built-in kind with a fraction where the kind's Go type
+/// holds an integer (`spec.priority: 0.5`), as the real server's conversion of the merged
+/// object does ([`typed::fraction_for_integer`]): 500, no reason, `failed to convert new object
+/// (/p; /v1, Kind=Pod) to proper version: unable to convert unstructured object to /v1,
+/// Kind=Pod: cannot convert float64 to int32`. Without this, the object was created with the
+/// fraction stored (and an update refused with a decoding 400).
+///
+/// Errors: [`ApiError::Unclassified`].
+pub fn check_convertible(config: &Value, schema: Option<Schema<'_>>) -> Result<(), ApiError> {
+    let Some(go_type) = schema.and_then(|s| typed::fraction_for_integer(config, s)) else {
+        return Ok(());
+    };
+    let (object, gvk) = identity(config);
+    Err(ApiError::Unclassified(format!(
+        "failed to convert new object ({object}; {gvk}) to proper version: unable to convert unstructured object to {gvk}: cannot convert float64 to {go_type}"
+    )))
+}
+
+/// `namespace/name` as the configuration gives them, and Go's GroupVersionKind.String() of it
+/// (`apps/v1, Kind=Deployment`; `/v1, Kind=Pod` for the core group).
+fn identity(config: &Value) -> (String, String) {
     let str_at = |p: &str| {
         config
             .pointer(p)
@@ -92,22 +123,19 @@ pub fn check_typed(config: &Value, schema: Option<Schema<'_>>) -> Result<(), Api
             .unwrap_or_default()
     };
     let api_version = str_at("/apiVersion");
-    // Go's GroupVersionKind.String(): `apps/v1, Kind=Deployment`, `/v1, Kind=Pod` for core.
     let gv = if api_version.contains('/') {
         api_version.to_owned()
     } else {
         format!("/{api_version}")
     };
-    let errors = match refused.as_slice() {
-        [one] => one.clone(),
-        many => format!("errors:\n  {}", many.join("\n  ")),
-    };
-    Err(ApiError::Unclassified(format!(
-        "failed to create typed patch object ({}/{}; {gv}, Kind={}): {errors}",
-        str_at("/metadata/namespace"),
-        str_at("/metadata/name"),
-        str_at("/kind"),
-    )))
+    (
+        format!(
+            "{}/{}",
+            str_at("/metadata/namespace"),
+            str_at("/metadata/name")
+        ),
+        format!("{gv}, Kind={}", str_at("/kind")),
+    )
 }
 
 /// Merges `config` (from `manager`, on `subresource`) into `live`, pruning fields it stopped applying.

@@ -265,6 +265,44 @@ fn list(items: &[Value], schema: Schema<'_>, path: &str, out: &mut Vec<String>) 
     }
 }
 
+/// The Go integer type (`int32`, `int64`) of the first value of `config`, in key order, that is
+/// a number Go decodes as a `float64` (`0.5`, `1e300`) where the schema wants an integer. The
+/// typed conversion takes any number there (numeric); converting the merged object into the
+/// kind's Go struct then fails, and kube-apiserver v1.28.7 answers 500 `failed to convert new
+/// object (/p; /v1, Kind=Pod) to proper version: unable to convert unstructured object to /v1,
+/// Kind=Pod: cannot convert float64 to int32` (`spec.priority: 0.5`, checked on the real
+/// server). For built-in kinds only: custom resources are validated against their schema.
+pub fn fraction_for_integer(config: &Value, schema: Schema<'_>) -> Option<String> {
+    let node = schema.resolve().node;
+    match config {
+        Value::Number(_) if node.get("type").and_then(Value::as_str) == Some("integer") => {
+            (type_name(config) == "float64")
+                .then(|| node["format"].as_str().unwrap_or("int64").to_owned())
+        }
+        Value::Object(map) => {
+            let declared = node.get("properties");
+            let others = node.get("additionalProperties").filter(|a| a.is_object());
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            keys.into_iter().find_map(|k| {
+                let child = declared.and_then(|p| p.get(k)).or(others)?;
+                let child = Schema {
+                    node: child,
+                    components: schema.components,
+                };
+                fraction_for_integer(&map[k], child)
+            })
+        }
+        Value::Array(items) => {
+            let item_schema = schema.items()?;
+            items
+                .iter()
+                .find_map(|item| fraction_for_integer(item, item_schema))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,6 +432,23 @@ mod tests {
                 ".metadata.finalizers[=5]: expected string, got &value.valueUnstructured{Value:5}"
             ]
         );
+    }
+
+    #[test]
+    fn fractions_where_integers_go_are_found_with_their_go_type() {
+        let api = OpenApi::new();
+        let schema = api.schema_for("", "v1", "Pod").unwrap();
+        let with = |spec: Value| fraction_for_integer(&pod(spec), schema);
+        assert_eq!(with(json!({"priority": 0.5})).as_deref(), Some("int32"));
+        assert_eq!(
+            with(json!({"activeDeadlineSeconds": 1e300})).as_deref(),
+            Some("int64")
+        );
+        let port = json!({"containers": [{"name": "web", "ports": [{"containerPort": 80.5}]}]});
+        assert_eq!(with(port).as_deref(), Some("int32"));
+        let fine = json!({"priority": 1.0, "containers": [{"name": "web",
+            "resources": {"limits": {"cpu": 0.5}}, "readinessProbe": {"periodSeconds": 5}}]});
+        assert_eq!(with(fine), None);
     }
 
     /// What the typed conversion takes: `null` anywhere, quantities and int-or-string as numbers
