@@ -1,102 +1,15 @@
 //! API conventions over raw HTTPS: authentication (see auth_rbac.rs for RBAC), Status errors, optimistic concurrency,
 //! namespaces, selectors, pagination, status subresource, generation, finalizers, graceful Pod
-//! deletion, server-side apply, watch resume/410/initial events, and the state file.
+//! deletion, watch resume/410/initial events, and the state file (server-side apply:
+//! server_side_apply.rs).
 
 mod api_support;
 
 use std::time::{Duration, Instant};
 
-use api_support::{start, start_in, ApiServer, DEADLINE};
+use api_support::http::Http;
+use api_support::{start, start_in, DEADLINE};
 use serde_json::{json, Value};
-
-struct Http<'a> {
-    server: &'a ApiServer,
-    client: reqwest::Client,
-    token: String,
-}
-
-impl<'a> Http<'a> {
-    fn new(server: &'a ApiServer) -> Self {
-        Http {
-            server,
-            client: server.http(),
-            token: server.token(),
-        }
-    }
-
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-        content_type: &str,
-    ) -> (u16, Value) {
-        let mut req = self
-            .client
-            .request(method, format!("{}{path}", self.server.url))
-            .bearer_auth(&self.token);
-        if let Some(b) = body {
-            req = req.header("content-type", content_type).body(b.to_string());
-        }
-        let resp = req.send().await.expect("request");
-        let code = resp.status().as_u16();
-        let text = resp.text().await.unwrap_or_default();
-        (
-            code,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        self.send(reqwest::Method::GET, path, None, "").await
-    }
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        self.send(reqwest::Method::POST, path, Some(body), "application/json")
-            .await
-    }
-    async fn put(&self, path: &str, body: Value) -> (u16, Value) {
-        self.send(reqwest::Method::PUT, path, Some(body), "application/json")
-            .await
-    }
-    async fn patch(&self, path: &str, body: Value, ct: &str) -> (u16, Value) {
-        self.send(reqwest::Method::PATCH, path, Some(body), ct)
-            .await
-    }
-    async fn delete(&self, path: &str, body: Option<Value>) -> (u16, Value) {
-        self.send(reqwest::Method::DELETE, path, body, "application/json")
-            .await
-    }
-
-    /// Reads watch events from `path` until `done` holds for the collected events.
-    async fn watch_until(&self, path: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let mut resp = self
-            .client
-            .get(format!("{}{path}", self.server.url))
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .expect("watch");
-        assert_eq!(resp.status().as_u16(), 200);
-        let start = Instant::now();
-        let (mut buf, mut events) = (Vec::new(), Vec::new());
-        while !done(&events) {
-            let left = DEADLINE
-                .checked_sub(start.elapsed())
-                .expect("timed out reading the watch");
-            let chunk = tokio::time::timeout(left, resp.chunk())
-                .await
-                .expect("timed out reading the watch")
-                .expect("chunk");
-            let Some(chunk) = chunk else { break };
-            buf.extend_from_slice(&chunk);
-            while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buf.drain(..=pos).collect();
-                events.push(serde_json::from_slice(&line).expect("event JSON"));
-            }
-        }
-        events
-    }
-}
 
 fn cm(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"app": "web"}}, "data": {"k": "v"}})
@@ -386,42 +299,6 @@ async fn pods_run_by_a_kubelet_terminate_gracefully() {
         404,
         "unscheduled Pods go at once"
     );
-}
-
-#[tokio::test]
-async fn server_side_apply_creates_merges_and_prunes() {
-    let server = start(&["--no-local-controllers"]);
-    let http = Http::new(&server);
-    let apply = "application/apply-patch+yaml";
-    let path = format!("{CMS}/applied?fieldManager=tool");
-    let (code, created) = http.patch(&path, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": {"a": "1", "b": "2"}}), apply).await;
-    assert_eq!(code, 201, "{created}");
-    let (code, _) = http
-        .patch(
-            &format!("{CMS}/applied"),
-            json!({"data": {"other": "x"}}),
-            "application/merge-patch+json",
-        )
-        .await;
-    assert_eq!(code, 200);
-    let (code, after) = http.patch(&path, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": {"a": "3"}}), apply).await;
-    assert_eq!(code, 200);
-    assert_eq!(
-        after["data"],
-        json!({"a": "3", "other": "x"}),
-        "b was dropped by its manager; other belongs to another"
-    );
-    let managers: Vec<&str> = after["metadata"]["managedFields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["manager"].as_str().unwrap())
-        .collect();
-    assert!(managers.contains(&"tool"), "{managers:?}");
-    let (code, status) = http
-        .patch(&format!("{CMS}/applied"), json!({"data": {}}), apply)
-        .await;
-    assert_eq!(code, 400, "apply needs a fieldManager: {status}");
 }
 
 #[tokio::test]

@@ -307,13 +307,14 @@ pub async fn dispatch(
                 app.openapi.schema_of(&res)
             };
             if kind == PatchType::Apply {
+                let manager = apply::field_manager(q)?;
                 let config = apply::parse(&body, schema)?;
+                if res.crd_version.is_none() {
+                    apply::check_convertible(&config, schema)?;
+                }
                 if strict {
                     validation::strict(&res, &config, schema)?;
                 }
-                let manager = q.get("fieldManager").cloned().filter(|m| !m.is_empty()).ok_or_else(|| {
-                    ApiError::BadRequest("fieldManager is required for apply requests; set the fieldManager query parameter".into())
-                })?;
                 let sub = status_only.then_some("status");
                 let writer = Writer {
                     manager: manager.clone(),
@@ -321,7 +322,6 @@ pub async fn dispatch(
                     applied: Some(config.clone()),
                 };
                 let result = store.modify(&res, &ns, name, status_only, &writer, |live| {
-                    apply::check_declared(&config, schema)?;
                     let merged = apply::merge(live, &config, &manager, sub, schema);
                     // Decoded into its type before defaulting, as the real server does.
                     validation::decoding::check(&res, &merged, &body, app.openapi.schema_of(&res))?;
@@ -329,7 +329,6 @@ pub async fn dispatch(
                 });
                 return match result {
                     Err(ApiError::NotFound { .. }) if !status_only => {
-                        apply::check_declared(&config, schema)?;
                         let mut obj = config.clone();
                         crate::meta::metadata_mut(&mut obj).insert("name".into(), json!(name));
                         admission::admit_create(store, &res, &ns, &mut obj)?;

@@ -148,9 +148,10 @@ impl Server {
     }
 }
 
-/// What is wrong with an answer: not 2xx and not a 4xx `Status`. The one 500 allowed is the
-/// real server's own answer to an apply configuration with an undeclared field
-/// (`patch::apply::check_declared`): a `Status` without a reason.
+/// What is wrong with an answer: not 2xx and not a 4xx `Status`. The 500s allowed are the real
+/// server's own answers to an apply configuration its typed conversion refuses (an undeclared
+/// field, a wrong-typed value, duplicated list keys: `patch::typed`) or whose merged object
+/// does not convert to the Go type (a fraction for an integer): a `Status` without a reason.
 fn bad_answer(status: u16, body: &Value) -> Option<String> {
     if (200..300).contains(&status) {
         return None;
@@ -159,9 +160,10 @@ fn bad_answer(status: u16, body: &Value) -> Option<String> {
         && body["kind"] == "Status"
         && body["code"] == 500
         && body.get("reason").is_none()
-        && body["message"]
-            .as_str()
-            .is_some_and(|m| m.starts_with("failed to create typed patch object ("));
+        && body["message"].as_str().is_some_and(|m| {
+            m.starts_with("failed to create typed patch object (")
+                || m.starts_with("failed to convert new object (")
+        });
     if typed_patch_refused {
         return None;
     }

@@ -6,7 +6,9 @@ pub mod apply;
 mod fuzz_inputs;
 #[cfg(test)]
 mod fuzz_tests;
+mod go_values;
 pub mod strategic;
+pub mod typed;
 
 use serde_json::Value;
 

@@ -121,12 +121,16 @@ pub fn merge(doc: &mut Value, patch: &Value, schema: Option<Schema<'_>>) {
 
 /// The first list element of `patch` that lacks its list's merge key (`name` of `containers`,
 /// `containerPort` of `ports`...), or is not an object, as `spec.containers[1]`, if any. The real
-/// server refuses such a patch ("map: ... does not contain declared merge key: name") and such an
-/// apply configuration ("associative list with keys has an element that omits key field"); merged
+/// server refuses such a patch ("map: ... does not contain declared merge key: name"); merged
 /// here, the element would be appended again by every patch or apply that carries it.
 /// `directives`: whether an element holding only `$patch`-style directives is allowed (strategic
 /// merge patch: `{"$patch": "replace"}`); apply configurations carry no directives, so there
 /// such an element is an element without its key too.
+///
+/// A merge key that is an object or a list (`"name": {"$patch": "delete"}`) is refused too:
+/// merged here, its object was read as a directive and the element appended without its key;
+/// kube-apiserver v1.28.7 panics in its strategic merge on it (the request is reset), and
+/// answers 422 for a number (`cannot convert int64 to string`).
 pub fn missing_merge_key(
     patch: &Value,
     schema: Option<Schema<'_>>,
@@ -157,10 +161,17 @@ pub fn missing_merge_key(
                     && item
                         .as_object()
                         .is_some_and(|m| !m.is_empty() && m.keys().all(|k| k.starts_with('$')));
+                let value = item.get(key.as_deref().unwrap_or_default());
                 match &key {
-                    Some(key) if !directive_only && item.get(key).is_none_or(Value::is_null) => {
+                    Some(key) if !directive_only && value.is_none_or(Value::is_null) => {
                         Some(format!(
                             "{here}[{i}] has no merge key {key:?}; set {here}[{i}].{key}"
+                        ))
+                    }
+                    Some(key) if value.is_some_and(|v| v.is_object() || v.is_array()) => {
+                        Some(format!(
+                            "{here}[{i}].{key} is the list's merge key and must be a string or a number, not {}",
+                            value.map(Value::to_string).unwrap_or_default()
                         ))
                     }
                     _ => missing_merge_key(item, item_schema, &format!("{here}[{i}]"), directives),
@@ -293,6 +304,25 @@ mod tests {
         merge(&mut pod, &patch, Some(pod_schema(&api)));
         assert_eq!(pod["metadata"]["finalizers"], json!(["a", "b"]));
         assert_eq!(pod["spec"]["containers"][0]["args"], json!(["3"]));
+    }
+
+    #[test]
+    fn merge_keys_that_are_objects_or_lists_are_refused() {
+        let api = OpenApi::new();
+        let patch = json!({"spec": {"containers": [{"name": "web"}, {"name": {"$patch": "delete"}, "image": "x"}]}});
+        assert_eq!(
+            missing_merge_key(&patch, Some(pod_schema(&api)), "", true).as_deref(),
+            Some(
+                r#"spec.containers[1].name is the list's merge key and must be a string or a number, not {"$patch":"delete"}"#
+            )
+        );
+        let patch = json!({"spec": {"containers": [{"name": ["a"]}]}});
+        assert!(missing_merge_key(&patch, Some(pod_schema(&api)), "", true).is_some());
+        let patch = json!({"spec": {"containers": [{"name": "web"}, {"$patch": "replace"}]}});
+        assert_eq!(
+            missing_merge_key(&patch, Some(pod_schema(&api)), "", true),
+            None
+        );
     }
 
     #[test]

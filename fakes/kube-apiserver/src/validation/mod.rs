@@ -15,4 +15,4 @@ pub mod names;
 pub mod networking;
 pub mod strict_fields;
 
-pub use strict_fields::{strict, undeclared_in_apply, unknown_fields};
+pub use strict_fields::{strict, unknown_fields};

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
