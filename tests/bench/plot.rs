@@ -32,7 +32,8 @@ pub fn draw(path: &Path, title: &str, points: &[Point]) -> Result<()> {
     let root = BitMapBackend::new(path, (1000, 600)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
+        // A long title (sizes, profile, operator binary) gets a smaller font to fit 1000 px.
+        .caption(title, ("sans-serif", (1700 / title.len().max(1)).clamp(12, 22) as u32))
         .margin(20)
         .x_label_area_size(50)
         .y_label_area_size(70)
