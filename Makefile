@@ -58,7 +58,7 @@ test: deps build
 ## target prints its seed). cargo test, not nextest: nextest's unit-test deadline is 2 minutes.
 FUZZ_SECS ?= 600
 fuzz: native-deps
-	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test -p gclb-operator --lib translate::fuzz_tests -- --nocapture
+	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test -p gclb-translate --lib translate::fuzz_tests -- --nocapture
 	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test -p gce-emulator --lib fuzz_tests -- --nocapture
 	FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test -p fake-kube-apiserver --lib patch::fuzz_tests -- --nocapture --include-ignored
 
@@ -171,8 +171,8 @@ MUTANTS_MODULES ?= translate sync readiness url_map validate
 MUTANTS_ARGS ?=
 MUTANTS_ENV = CARGO_TARGET_DIR=$(abspath $(MUTANTS_OUT))/target CARGO_PROFILE_DEV_DEBUG=false \
   $(if $(shell command -v mold),RUSTFLAGS='-C link-arg=-fuse-ld=mold')
-mutants_translate = -p gclb-operator -f 'src/translate/**' --cargo-arg=--lib \
-  -- -E 'test(/^translate::/)'
+mutants_translate = -p gclb-translate -f 'crates/translate/src/translate/**' --cargo-arg=--lib \
+  -- -E 'not test(/^translate::fuzz_tests::/)'
 mutants_readiness = -p gclb-operator -f 'src/readiness/**' --cargo-arg=--lib \
   -- -E 'test(/^readiness::/)'
 mutants_sync = -p gclb-operator -f 'src/sync/**' --cargo-arg=--lib -- -E 'test(/^sync::/)'

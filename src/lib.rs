@@ -6,13 +6,15 @@
 
 pub mod compute;
 pub mod controller;
-pub mod crd;
 pub mod gateway;
 pub mod managed_certificates;
 pub mod readiness;
 pub mod sync;
-pub mod translate;
 pub mod webhook;
+
+/// The pure translation layer (the `gclb-translate` crate, crates/translate), re-exported so
+/// `crate::crd::..` and `crate::translate::..` keep their paths.
+pub use gclb_translate::{crd, translate};
 
 /// `User-Agent` of every request to the Kubernetes and Compute APIs: `gclb-operator/<version>`,
 /// so cluster admins (audit log `userAgent`) and cloud admins (Cloud Audit Logs

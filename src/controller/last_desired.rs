@@ -163,7 +163,9 @@ mod tests {
     /// the summary leaves one of them out.
     #[test]
     fn the_summary_keeps_what_gc_and_the_firewall_read() {
-        let mut snapshot = snapshot_from_yaml(include_str!("../translate/testdata/features.yaml"));
+        let mut snapshot = snapshot_from_yaml(include_str!(
+            "../../crates/translate/src/translate/testdata/features.yaml"
+        ));
         // Ingresses with a Cloud Armor policy (ncp/whitelist-source-range).
         for ingress in snapshot.ingresses.values_mut() {
             std::sync::Arc::make_mut(ingress)

@@ -62,7 +62,7 @@ spec:
 fn cluster() -> ClusterSnapshot {
     let yaml = format!(
         "{}\n---\n{SHARED_WHITELIST}",
-        include_str!("../translate/testdata/features.yaml")
+        include_str!("../../crates/translate/src/translate/testdata/features.yaml")
     );
     let mut snapshot = snapshot_from_yaml(&yaml);
     let (pods, secrets) = (moved(&snapshot.pods), moved(&snapshot.secrets));

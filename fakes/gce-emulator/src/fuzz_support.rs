@@ -1,6 +1,6 @@
 //! Shared pieces of the emulator's stable-Rust fuzz targets (issue 20; the approach of the
-//! operator's `src/translate/fuzz_tests.rs`): the run settings (`FUZZ_SECS`, `FUZZ_SEED`), a
-//! JSON mutator over a checked-in corpus, and panic capture.
+//! operator's `crates/translate/src/translate/fuzz_tests.rs`): the run settings (`FUZZ_SECS`,
+//! `FUZZ_SEED`), a JSON mutator over a checked-in corpus, and panic capture.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};

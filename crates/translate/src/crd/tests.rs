@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn checked_in_crds_match_the_rust_types() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crds");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crds");
     let generated = crds_yaml();
     if std::env::var_os("UPDATE_CRDS").is_some() {
         for (file, yaml) in &generated {
@@ -15,7 +15,7 @@ fn checked_in_crds_match_the_rust_types() {
         let on_disk = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
         assert!(
             on_disk == *yaml,
-            "crds/{file} is out of date: run `gclb-operator crds --out-dir crds` or `UPDATE_CRDS=1 cargo test -p gclb-operator crd::`"
+            "crds/{file} is out of date: run `gclb-operator crds --out-dir crds` or `UPDATE_CRDS=1 cargo test -p gclb-translate crd::`"
         );
     }
 }

@@ -461,8 +461,8 @@ mod invariants_tests;
 mod ncp_regex_tests;
 #[cfg(test)]
 mod regional_tests;
-#[cfg(test)]
-pub(crate) mod test_support;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Golden tests: `testdata/<case>.yaml` (a cluster snapshot) -> `testdata/<case>.json` (the
 //! desired state of every Ingress, or its error, plus the firewall rule). Regenerate with
-//! `UPDATE_GOLDEN=1 cargo test -p gclb-operator translate::golden`, then review the diff.
+//! `UPDATE_GOLDEN=1 cargo test -p gclb-translate translate::golden`, then review the diff.
 
 use std::path::{Path, PathBuf};
 

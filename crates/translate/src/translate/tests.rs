@@ -648,7 +648,7 @@ fn in_namespace_returns_only_that_namespace() {
     );
 }
 
-/// Scale figures, not a pass/fail timing: `cargo test -p gclb-operator --lib
+/// Scale figures, not a pass/fail timing: `cargo test -p gclb-translate --lib
 /// translate::tests::scale_figures -- --ignored --nocapture`. 200 namespaces, each with 5
 /// Services of 20 ready Pods and one Ingress routing to all of them.
 #[test]

@@ -302,6 +302,41 @@ pub fn unsupported_findings(ingress: &Ingress, known: &[&str]) -> Vec<Finding> {
 mod tests {
     use super::*;
 
+    /// `ingress.kubernetes.io/rewrite-target`: an absolute path is taken (trimmed); a relative
+    /// one, or one with `$1`-style placeholders, is refused with an error naming the annotation
+    /// and the value.
+    #[test]
+    fn rewrite_target_takes_an_absolute_fixed_path_only() {
+        let with = |target: &str| {
+            let mut ingress = Ingress::default();
+            ingress.metadata.name = Some("ing".to_owned());
+            ingress.metadata.namespace = Some("default".to_owned());
+            ingress.metadata.annotations =
+                Some([(REWRITE_TARGET.to_owned(), target.to_owned())].into());
+            options(&ingress)
+        };
+        assert_eq!(options(&Ingress::default()).unwrap().rewrite_target, None);
+        assert_eq!(
+            with(" /api ").unwrap().rewrite_target.as_deref(),
+            Some("/api")
+        );
+        for bad in ["api", "/v1/$1"] {
+            match with(bad) {
+                Err(TranslateError::InvalidAnnotation {
+                    object,
+                    annotation,
+                    reason,
+                    ..
+                }) => {
+                    assert_eq!(object, "default/ing");
+                    assert_eq!(annotation, REWRITE_TARGET);
+                    assert!(reason.contains(&format!("{bad:?}")), "{reason}");
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn source_ranges_accept_cidrs_addresses_and_ranges() {
         assert_eq!(
