@@ -33,7 +33,13 @@ pub fn draw(path: &Path, title: &str, points: &[Point]) -> Result<()> {
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         // A long title (sizes, profile, operator binary) gets a smaller font to fit 1000 px.
-        .caption(title, ("sans-serif", (1700 / title.len().max(1)).clamp(12, 22) as u32))
+        .caption(
+            title,
+            (
+                "sans-serif",
+                (1700 / title.len().max(1)).clamp(12, 22) as u32,
+            ),
+        )
         .margin(20)
         .x_label_area_size(50)
         .y_label_area_size(70)

@@ -1,7 +1,9 @@
 //! Unit tests of the internal class (`regional`): which Ingresses are internal, the regional
 //! shape, NEGs shared with the external translation, and refused features.
 
-use super::regional::{class_of, is_internal, RegionalClass, EXTERNAL_MANAGED, INTERNAL_MANAGED};
+use super::regional::{
+    class_of, is_internal, is_regional, RegionalClass, EXTERNAL_MANAGED, INTERNAL_MANAGED,
+};
 use super::test_support::{config, snapshot_from_yaml};
 use super::*;
 
@@ -262,6 +264,23 @@ stringData:
         let d = translate_with(&named.replace("CLASS", class)).1.unwrap();
         assert!(
             d.frontend.https_forwarding_rule.is_some() && d.frontend.http_forwarding_rule.is_some()
+        );
+    }
+}
+
+#[test]
+fn internal_and_regional_external_ingresses_are_regional_and_gce_ones_are_not() {
+    for (class, regional) in [
+        ("gce-internal", true),
+        ("gce-regional-external", true),
+        ("gce", false),
+    ] {
+        let snapshot = snapshot_from_yaml(&OBJECTS.replace("CLASS", class));
+        let ingress = &snapshot.ingresses[&ObjectKey::new("default", "ing")];
+        assert_eq!(
+            is_regional(&snapshot, ingress, &config()),
+            regional,
+            "class {class}"
         );
     }
 }

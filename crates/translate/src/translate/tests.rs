@@ -289,6 +289,16 @@ fn missing_port_is_an_error_naming_the_field_and_the_ports() {
         "spec.rules[0].http.paths[1].backend.service.port.number"
     );
     assert_eq!(available, "80 (http)");
+    // A port whose name is empty is listed by number alone, as one without a name.
+    let empty_name = translate_yaml(&format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: bare}}\nspec:\n  ports: [{{name: '', port: 90}}, {{port: 91}}]\n---\n{}",
+        ingress("  defaultBackend: {service: {name: bare, port: {number: 80}}}\n")
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(&empty_name, TranslateError::ServicePortNotFound { available, .. } if available == "90, 91"),
+        "{empty_name:?}"
+    );
     let by_name = translate_yaml(&ingress(
         "  defaultBackend: {service: {name: web, port: {name: grpc}}}\n",
     ))
@@ -823,4 +833,20 @@ endpoints:
         })
         .collect();
     assert_eq!(endpoints, [("us-central1-a", "10.0.0.2", 9000)]);
+}
+
+#[test]
+fn a_shared_object_is_inserted_without_a_copy() {
+    let service: k8s_openapi::api::core::v1::Service = serde_yaml::from_str(
+        "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\nspec: {}",
+    )
+    .unwrap();
+    let shared = std::sync::Arc::new(service);
+    let mut snapshot = ClusterSnapshot::default();
+    snapshot.insert_shared(shared.clone());
+    let held = &snapshot.services[&ObjectKey::new("default", "web")];
+    assert!(
+        std::sync::Arc::ptr_eq(held, &shared),
+        "the snapshot holds the store's own Arc"
+    );
 }
