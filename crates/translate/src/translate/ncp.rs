@@ -348,6 +348,12 @@ mod tests {
             ["10.0.0.1/32", "10.0.0.2/31", "10.0.0.4/32"]
         );
         assert!(source_ranges("10.0.0.9-10.0.0.1").is_err());
+        assert_eq!(
+            source_ranges("2001:db8::1-2001:db8::2").unwrap(),
+            ["2001:db8::1/128", "2001:db8::2/128"]
+        );
+        assert!(source_ranges("2001:db8::2-2001:db8::1").is_err());
+        assert!(source_ranges("10.0.0.1-2001:db8::1").is_err());
         assert!(source_ranges("bogus").unwrap_err().contains("\"bogus\""));
         assert!(source_ranges(" , ").is_err());
     }

@@ -117,6 +117,40 @@ mod tests {
         snapshot_from_yaml(include_str!("testdata/features.yaml"))
     }
 
+    /// `shop` and `https-only` both route to `secure-api`, whose backend service they share:
+    /// with different lists neither may decide its policy, and a Warning names the other one.
+    #[test]
+    fn a_shared_service_with_another_list_gets_no_policy_and_a_warning() {
+        let mut snapshot = features();
+        for (name, list) in [("shop", "10.0.0.0/8"), ("https-only", "192.168.0.0/16")] {
+            let ingress = snapshot
+                .ingresses
+                .get_mut(&ObjectKey::new("default", name))
+                .map(Arc::make_mut)
+                .unwrap();
+            ingress
+                .metadata
+                .annotations
+                .get_or_insert_default()
+                .insert(WHITELIST_SOURCE_RANGE.into(), list.into());
+        }
+        let shop = &snapshot.ingresses[&ObjectKey::new("default", "shop")];
+        let desired: DesiredIngress = translate_ingress(&snapshot, shop, &config()).unwrap();
+        let secure_api = desired
+            .backends
+            .values()
+            .find(|b| b.key.service == "secure-api")
+            .unwrap();
+        assert_eq!(secure_api.backend_service.security_policy, None);
+        assert!(
+            desired.findings.iter().any(|f| f.warning
+                && f.message.contains("Service default/secure-api")
+                && f.message.contains("default/https-only")),
+            "{:?}",
+            desired.findings
+        );
+    }
+
     /// `shop` routes to `shop` (whose BackendConfig names a policy) and `secure-api`, which
     /// `https-only` routes to as well: with the same list on both Ingresses, `secure-api` gets
     /// the whitelist policy and the Ingress wants that policy created; `shop` keeps its

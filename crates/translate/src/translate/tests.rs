@@ -850,3 +850,25 @@ fn a_shared_object_is_inserted_without_a_copy() {
         "the snapshot holds the store's own Arc"
     );
 }
+
+/// FrontendConfig `redirectToHttps` makes the HTTP forwarding rule's redirect URL map only when
+/// it is enabled (GKE's FrontendConfig reference); `enabled: false` leaves HTTP serving.
+#[test]
+fn a_disabled_https_redirect_makes_no_redirect_url_map() {
+    let with = |enabled: bool| {
+        translate_yaml(&format!(
+            "apiVersion: networking.gke.io/v1beta1\nkind: FrontendConfig\nmetadata: {{name: fc}}\nspec:\n  redirectToHttps: {{enabled: {enabled}}}\n---\n{}",
+            ingress("  defaultBackend: {service: {name: web, port: {number: 80}}}\n")
+                .replace("metadata: {name: ing}", "metadata: {name: ing, annotations: {networking.gke.io/v1beta1.FrontendConfig: fc}}")
+        ))
+        .unwrap()
+    };
+    assert!(
+        with(true).frontend.redirect_url_map.is_some(),
+        "enabled: the redirect map"
+    );
+    assert!(
+        with(false).frontend.redirect_url_map.is_none(),
+        "disabled: none"
+    );
+}
