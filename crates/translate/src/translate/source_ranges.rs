@@ -113,16 +113,10 @@ mod tests {
     use super::super::{translate_ingress, ClusterSnapshot, DesiredIngress, ObjectKey};
     use super::WHITELIST_SOURCE_RANGE;
 
-    fn features() -> ClusterSnapshot {
-        snapshot_from_yaml(include_str!("testdata/features.yaml"))
-    }
-
-    /// `shop` and `https-only` both route to `secure-api`, whose backend service they share:
-    /// with different lists neither may decide its policy, and a Warning names the other one.
-    #[test]
-    fn a_shared_service_with_another_list_gets_no_policy_and_a_warning() {
-        let mut snapshot = features();
-        for (name, list) in [("shop", "10.0.0.0/8"), ("https-only", "192.168.0.0/16")] {
+    /// The features snapshot with `ncp/whitelist-source-range` set on the named Ingresses.
+    fn with_lists(lists: &[(&str, &str)]) -> ClusterSnapshot {
+        let mut snapshot = snapshot_from_yaml(include_str!("testdata/features.yaml"));
+        for &(name, list) in lists {
             let ingress = snapshot
                 .ingresses
                 .get_mut(&ObjectKey::new("default", name))
@@ -132,8 +126,16 @@ mod tests {
                 .metadata
                 .annotations
                 .get_or_insert_default()
-                .insert(WHITELIST_SOURCE_RANGE.into(), list.into());
+                .insert(WHITELIST_SOURCE_RANGE.into(), list.to_string());
         }
+        snapshot
+    }
+
+    /// `shop` and `https-only` both route to `secure-api`, whose backend service they share:
+    /// with different lists neither may decide its policy, and a Warning names the other one.
+    #[test]
+    fn a_shared_service_with_another_list_gets_no_policy_and_a_warning() {
+        let snapshot = with_lists(&[("shop", "10.0.0.0/8"), ("https-only", "192.168.0.0/16")]);
         let shop = &snapshot.ingresses[&ObjectKey::new("default", "shop")];
         let desired: DesiredIngress = translate_ingress(&snapshot, shop, &config()).unwrap();
         let secure_api = desired
@@ -157,19 +159,7 @@ mod tests {
     /// BackendConfig's policy and a Warning says why the list is not applied there.
     #[test]
     fn the_whitelist_policy_is_wanted_and_attached_where_no_one_else_decides() {
-        let mut snapshot = features();
-        for name in ["shop", "https-only"] {
-            let ingress = snapshot
-                .ingresses
-                .get_mut(&ObjectKey::new("default", name))
-                .map(Arc::make_mut)
-                .unwrap();
-            ingress
-                .metadata
-                .annotations
-                .get_or_insert_default()
-                .insert(WHITELIST_SOURCE_RANGE.into(), "10.0.0.0/8".into());
-        }
+        let snapshot = with_lists(&[("shop", "10.0.0.0/8"), ("https-only", "10.0.0.0/8")]);
         let shop = &snapshot.ingresses[&ObjectKey::new("default", "shop")];
         let desired: DesiredIngress = translate_ingress(&snapshot, shop, &config()).unwrap();
         let policy = desired.security_policy.expect("the whitelist policy");
