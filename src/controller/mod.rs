@@ -203,6 +203,8 @@ pub async fn run(
 ) {
     let (ingress_index, ingress_stream) = Stores::ingress_stream(&client);
     let (pod_index, pod_stream) = Stores::pod_stream(&client);
+    let (service_index, service_stream) = Stores::trigger_stream::<Service>(&client);
+    let (slice_index, slice_stream) = Stores::trigger_stream::<EndpointSlice>(&client);
     let controller = Controller::for_stream(ingress_stream, ingress_index.store()).with_config(
         controller::Config::default()
             .concurrency(config.workers)
@@ -212,7 +214,14 @@ pub async fn run(
             // was 100 ms, a sixth of the 0.6 s chain of an Ingress on an existing Service).
             .debounce(Duration::from_millis(20)),
     );
-    let stores = Stores::start(&client, ingress_index, pod_index).await;
+    let stores = Stores::start(
+        &client,
+        ingress_index,
+        pod_index,
+        service_index,
+        slice_index,
+    )
+    .await;
     {
         // `on_ready` starts tasks that read the stores (readiness gates, webhook); starting them
         // only after the first lists means none of them waits on a store's single-waker
@@ -286,19 +295,18 @@ pub async fn run(
     };
     let (secret_foreign, td_foreign) = (using_secrets_of.clone(), using_secrets_of);
     let mut controller = controller
-        .watches(
-            Api::<Service>::all(client.clone()),
-            watcher::Config::default(),
-            move |svc| svc_map(&svc.namespace().unwrap_or_default(), &svc.name_any()),
-        )
-        .watches(
-            Api::<EndpointSlice>::all(client.clone()),
-            watcher::Config::default(),
-            move |slice| match slice.labels().get(mapping::SERVICE_NAME_LABEL) {
+        // Services and EndpointSlices trigger from the watches that keep their stores
+        // ([`Stores::trigger_stream`]), so a reconcile never reads an older store than its
+        // trigger.
+        .watches_stream(service_stream, move |svc: Service| {
+            svc_map(&svc.namespace().unwrap_or_default(), &svc.name_any())
+        })
+        .watches_stream(slice_stream, move |slice: EndpointSlice| {
+            match slice.labels().get(mapping::SERVICE_NAME_LABEL) {
                 Some(service) => slice_map(&slice.namespace().unwrap_or_default(), service),
                 None => Vec::new(),
-            },
-        )
+            }
+        })
         .watches_stream(pod_stream, move |pod: crate::translate::pod::PodRecord| {
             let services = pod_stores.services.state();
             let names = mapping::services_selecting(services.iter().map(|s| &**s), &pod);

@@ -317,34 +317,29 @@ where
 }
 
 impl Stores {
-    /// Starts the reflectors, except the Ingress and Pod stores, whose reflectors are the
-    /// controller's trigger streams ([`Stores::ingress_stream`], [`Stores::pod_stream`]). The
-    /// CRD kinds are probed first and skipped when not served.
-    /// `ingresses` and `pods` come with their namespace indexes, kept by their streams.
+    /// Starts the reflectors, except the Ingress, Pod, Service and EndpointSlice stores, whose
+    /// reflectors are the controller's trigger streams ([`Stores::ingress_stream`],
+    /// [`Stores::pod_stream`], [`Stores::trigger_stream`]). The CRD kinds are probed first and
+    /// skipped when not served. Those four come with their namespace indexes, kept by their
+    /// streams.
     pub async fn start(
         client: &Client,
         ingresses: NamespaceIndex<Ingress>,
         pods: NamespaceIndex<PodRecord>,
+        services: NamespaceIndex<Service>,
+        endpoint_slices: NamespaceIndex<EndpointSlice>,
     ) -> Self {
         let bc = served::<BackendConfig>(client).await;
         let fc = served::<FrontendConfig>(client).await;
         let mc = served::<ManagedCertificate>(client).await;
         let td = served::<TLSCertificateDelegation>(client).await;
         let (nodes, zones) = spawn_node_reflector(client);
-        let all = watcher::Config::default;
-        let (services, services_ns) =
-            spawn_indexed_reflector(Api::all(client.clone()), all(), prune::metadata::<Service>);
-        let (endpoint_slices, endpoint_slices_ns) = spawn_indexed_reflector(
-            Api::all(client.clone()),
-            all(),
-            prune::metadata::<EndpointSlice>,
-        );
         let (secrets, secrets_ns) =
             spawn_indexed_reflector(Api::all(client.clone()), secrets_watch(), prune::secret);
         Self {
             ingresses: ingresses.store(),
-            services,
-            endpoint_slices,
+            services: services.store(),
+            endpoint_slices: endpoint_slices.store(),
             pods: pods.store(),
             ingress_classes: spawn_reflector(Api::all(client.clone()), false),
             secrets,
@@ -356,8 +351,8 @@ impl Stores {
             zones,
             by_namespace: ByNamespace {
                 ingresses,
-                services: services_ns,
-                endpoint_slices: endpoint_slices_ns,
+                services,
+                endpoint_slices,
                 pods,
                 secrets: secrets_ns,
             },
@@ -392,6 +387,27 @@ impl Stores {
         impl futures::Stream<Item = Result<PodRecord, watcher::Error>> + Send + 'static,
     ) {
         let (reader, events) = trigger_reflector(client, PodRecord::prune);
+        (reader, events.touched_objects())
+    }
+
+    /// A store's reflector (metadata pruned, [`prune::metadata`]) as a controller trigger
+    /// stream of the objects it applied or deleted: Services and EndpointSlices. The reconcile
+    /// a change triggers reads the store (through its index) only after the store has the
+    /// change. With a second watch for the triggers (`Controller::watches`), a trigger could
+    /// win the race against the store's own watch: the reconcile then translated the old
+    /// EndpointSlice (a deleted Node's endpoint, its zone's NEG kept) and no later event came
+    /// to correct it. The store is fed as the controller polls the stream.
+    pub fn trigger_stream<K>(
+        client: &Client,
+    ) -> (
+        NamespaceIndex<K>,
+        impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+    )
+    where
+        K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+    {
+        let (reader, events) = trigger_reflector(client, prune::metadata::<K>);
         (reader, events.touched_objects())
     }
 
