@@ -625,3 +625,51 @@ fn names_glbc_built_for_the_demo_ingress() {
         path_matcher(Scheme::Gke, "your-store.example")
     );
 }
+
+/// The prefixes garbage collection lists by: `k8s2-<kind>-<uid8>-` in GKE's scheme, and every
+/// frontend name of the cluster starts with its kind's.
+#[test]
+fn frontend_prefixes_name_the_scheme_the_kind_and_the_cluster() {
+    assert_eq!(
+        frontend_prefix(Scheme::Gke, "um", "b9cddxmo"),
+        "k8s2-um-b9cddxmo-"
+    );
+    assert_ne!(
+        frontend_prefix(Scheme::Own, "um", "b9cddxmo"),
+        frontend_prefix(Scheme::Gke, "um", "b9cddxmo")
+    );
+}
+
+/// GKE cuts the firewall rule's name as its legacy namer does (62 characters and a `0`); the
+/// operator's own scheme keeps the name whole.
+#[test]
+fn only_gkes_firewall_name_is_cut_like_its_legacy_names() {
+    let uid = "u".repeat(60);
+    let gke = l7_firewall(Scheme::Gke, &uid);
+    assert_eq!(
+        gke,
+        format!("k8s-fw-{}", truncate_legacy(&format!("l7--{uid}")))
+    );
+    assert!(gke.ends_with('0'), "{gke}");
+    assert_eq!(
+        l7_firewall(Scheme::Own, &uid),
+        format!("{}-fw-l7--{uid}", Scheme::Own.firewall())
+    );
+}
+
+/// `provider-uid` names the firewall rule when set, else `uid` (ingress-gce's namer).
+#[test]
+fn the_provider_uid_names_the_firewall_rule_unless_it_is_empty() {
+    let with = |provider: Option<&str>| {
+        crate::translate::test_support::config()
+            .with_gke_uid("uid1", provider)
+            .l7_firewall_name()
+    };
+    assert!(
+        with(Some("prov1")).ends_with("prov1"),
+        "{}",
+        with(Some("prov1"))
+    );
+    assert!(with(Some("")).ends_with("uid1"), "{}", with(Some("")));
+    assert!(with(None).ends_with("uid1"));
+}

@@ -216,6 +216,12 @@ mod tests {
         assert!(!admits(rule("10.128.0.0/9", &["node"])));
         assert!(!admits(rule("10.2.0.0/23", &["other"])));
         assert!(!admits(rule("10.2.0.0/23", &["node"]).set_disabled(true)));
+        // Any protocol ("all", or TCP by number) admits TCP; UDP does not.
+        for (protocol, admitted) in [("all", true), ("6", true), ("udp", false)] {
+            let any = rule("10.2.0.0/23", &["node"])
+                .set_allowed([model::firewall::Allowed::new().set_ip_protocol(protocol)]);
+            assert_eq!(admits(any), admitted, "ipProtocol {protocol}");
+        }
         // A rule for other ports (default-allow-ssh: 0.0.0.0/0 on tcp:22) does not count.
         let ssh = rule("0.0.0.0/0", &[]).set_allowed([model::firewall::Allowed::new()
             .set_ip_protocol("tcp")
