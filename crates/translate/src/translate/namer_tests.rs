@@ -562,6 +562,9 @@ fn gke_v1_names_belong_to_their_cluster() {
     }
     // A kind's letters only: a URL map is not a target proxy.
     assert!(!is_v1_frontend("tp", &short.url_map(), uid));
+    // Only an SSL certificate's UID component is followed by more (`-<hash>`): any other
+    // kind's must be the UID whole.
+    assert!(!is_v1_frontend("um", &format!("k8s-um-key1--{uid}-x"), uid));
     // No UID (legacy cluster): nothing can be told apart, nothing is claimed.
     assert!(!is_v1_frontend(
         "um",

@@ -302,6 +302,28 @@ pub fn unsupported_findings(ingress: &Ingress, known: &[&str]) -> Vec<Finding> {
 mod tests {
     use super::*;
 
+    /// The NCP flags read `true` and `false` in any case; anything else is an error naming the
+    /// annotation.
+    #[test]
+    fn flags_read_true_and_false_in_any_case_and_refuse_the_rest() {
+        let with = |value: &str| {
+            let mut ingress = Ingress::default();
+            ingress.metadata.name = Some("ing".to_owned());
+            ingress.metadata.namespace = Some("default".to_owned());
+            ingress.metadata.annotations = Some(
+                [(USE_REGEX.to_owned(), value.to_owned())]
+                    .into_iter()
+                    .collect(),
+            );
+            options(&ingress).map(|o| o.use_regex)
+        };
+        assert!(with("TRUE").unwrap());
+        assert!(!with("False").unwrap());
+        assert!(!with(" false ").unwrap());
+        let err = with("yes").unwrap_err().to_string();
+        assert!(err.contains(USE_REGEX), "{err}");
+    }
+
     /// `ingress.kubernetes.io/rewrite-target`: an absolute path is taken (trimmed); a relative
     /// one, or one with `$1`-style placeholders, is refused with an error naming the annotation
     /// and the value.

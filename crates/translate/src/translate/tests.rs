@@ -509,6 +509,24 @@ fn hosts_are_lower_cased_and_wildcards_warn_about_deeper_names() {
     );
 }
 
+/// One wildcard warning per wildcard host: a host in two rules warns once, two hosts twice.
+#[test]
+fn each_wildcard_host_warns_once() {
+    let rule = |host: &str| {
+        format!("  - host: \"{host}\"\n    http:\n      paths:\n      - {{path: /, pathType: Prefix, backend: {{service: {{name: web, port: {{number: 80}}}}}}}}\n")
+    };
+    let warnings = |hosts: &[&str]| {
+        let rules: String = hosts.iter().map(|h| rule(h)).collect();
+        let d = translate_yaml(&ingress(&format!("  rules:\n{rules}"))).unwrap();
+        d.findings
+            .iter()
+            .filter(|f| f.message.contains("one DNS label"))
+            .count()
+    };
+    assert_eq!(warnings(&["*.a.com", "*.a.com"]), 1);
+    assert_eq!(warnings(&["*.a.com", "*.b.com"]), 2);
+}
+
 /// The URL map does not depend on the order of rules or of paths within them.
 #[test]
 fn url_map_is_the_same_for_every_order_of_rules_and_paths() {
