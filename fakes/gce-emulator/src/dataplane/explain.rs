@@ -379,7 +379,7 @@ pub fn explain(
         ex.outcome = format!(
             "502 failed_to_connect_to_backend: endpoint {}: {}",
             ep.addr,
-            ep.admission.reason()
+            ep.admission.traffic_refusal()
         );
         return Ok(ex);
     }

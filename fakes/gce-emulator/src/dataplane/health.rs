@@ -219,7 +219,7 @@ async fn probe_loop(
             Err(format!(
                 "no answer within timeoutSec={}: {}",
                 spec.timeout.as_secs(),
-                ep.admission.reason()
+                ep.admission.probe_refusal()
             ))
         } else {
             match tokio::time::timeout(spec.timeout, probe(&spec, addr)).await {

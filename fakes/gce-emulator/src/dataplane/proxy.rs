@@ -308,7 +308,7 @@ async fn forward(
             "endpoint {} of backend service {}: {}",
             ep.addr,
             bs.key,
-            ep.admission.reason()
+            ep.admission.traffic_refusal()
         );
         return (bad_gateway("failed_to_connect_to_backend", why), Some(bs));
     }

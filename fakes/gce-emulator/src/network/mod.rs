@@ -122,11 +122,16 @@ fn default_network(key: &str) -> ResourceKey {
 
 /// Whether the firewall currently admits health-check probes and proxied connections to one
 /// endpoint; written by the data plane on every snapshot, read on every probe and request.
+///
+/// Each flag has its own refusal reason, written before the flag is lowered (Release/Acquire):
+/// a reader that finds a flag down always finds the reason for it, never an empty or stale
+/// "allowed" text (a request racing a new snapshot once reported an empty reason).
 #[derive(Debug)]
 pub struct Admission {
     probes: AtomicBool,
     traffic: AtomicBool,
-    reason: Mutex<Arc<str>>,
+    probe_refusal: Mutex<Arc<str>>,
+    traffic_refusal: Mutex<Arc<str>>,
 }
 
 impl Default for Admission {
@@ -134,54 +139,70 @@ impl Default for Admission {
         Admission {
             probes: AtomicBool::new(true),
             traffic: AtomicBool::new(true),
-            reason: Mutex::new(Arc::from("")),
+            probe_refusal: Mutex::new(Arc::from("")),
+            traffic_refusal: Mutex::new(Arc::from("")),
         }
     }
 }
 
 impl Admission {
     /// Records the verdicts for probes and proxied connections; `network` names the network
-    /// in the reason a refused connection reports.
+    /// in the reasons refusals report.
     pub fn set(&self, network: &str, probes: &Verdict, traffic: &Verdict) {
-        self.probes.store(probes.allowed(), Ordering::Relaxed);
-        self.traffic.store(traffic.allowed(), Ordering::Relaxed);
-        let why = if !traffic.allowed() {
-            format!("firewall of network {network}: connection from {PROXY_SOURCE} {traffic}")
-        } else if !probes.allowed() {
-            format!("firewall of network {network}: probe from {PROBE_SOURCE} {probes}")
-        } else {
-            String::new()
-        };
-        if let Ok(mut r) = self.reason.lock() {
-            if **r != *why {
-                *r = Arc::from(why);
-            }
+        if !traffic.allowed() {
+            let why =
+                format!("firewall of network {network}: connection from {PROXY_SOURCE} {traffic}");
+            replace(&self.traffic_refusal, why);
         }
+        if !probes.allowed() {
+            let why = format!("firewall of network {network}: probe from {PROBE_SOURCE} {probes}");
+            replace(&self.probe_refusal, why);
+        }
+        self.traffic.store(traffic.allowed(), Ordering::Release);
+        self.probes.store(probes.allowed(), Ordering::Release);
     }
 
     /// Admits everything (enforcement off).
     pub fn open(&self) {
-        self.probes.store(true, Ordering::Relaxed);
-        self.traffic.store(true, Ordering::Relaxed);
+        self.probes.store(true, Ordering::Release);
+        self.traffic.store(true, Ordering::Release);
     }
 
     /// Whether health-check probes pass.
     pub fn probes(&self) -> bool {
-        self.probes.load(Ordering::Relaxed)
+        self.probes.load(Ordering::Acquire)
     }
 
     /// Whether proxied connections pass.
     pub fn traffic(&self) -> bool {
-        self.traffic.load(Ordering::Relaxed)
+        self.traffic.load(Ordering::Acquire)
     }
 
-    /// Why the last refused probe or connection was refused (for logs and 502 bodies).
-    pub fn reason(&self) -> Arc<str> {
-        self.reason
-            .lock()
-            .map(|r| r.clone())
-            .unwrap_or_else(|_| Arc::from(""))
+    /// Why probes are refused (for the health state's reason), once [`Admission::probes`] has
+    /// returned `false`.
+    pub fn probe_refusal(&self) -> Arc<str> {
+        read(&self.probe_refusal)
     }
+
+    /// Why proxied connections are refused (for 502 bodies and the access log), once
+    /// [`Admission::traffic`] has returned `false`.
+    pub fn traffic_refusal(&self) -> Arc<str> {
+        read(&self.traffic_refusal)
+    }
+}
+
+fn replace(slot: &Mutex<Arc<str>>, why: String) {
+    if let Ok(mut r) = slot.lock() {
+        if **r != *why {
+            *r = Arc::from(why);
+        }
+    }
+}
+
+fn read(slot: &Mutex<Arc<str>>) -> Arc<str> {
+    slot.lock()
+        .map(|r| r.clone())
+        .unwrap_or_else(|_| Arc::from(""))
 }
 
 #[cfg(test)]
@@ -221,5 +242,28 @@ mod tests {
                 PROBE_SOURCE
             )
             .allowed());
+    }
+
+    #[test]
+    fn each_refusal_keeps_its_own_reason() {
+        let a = Admission::default();
+        let deny = |rule: &str| Verdict::Denied {
+            rule: Some(rule.into()),
+            priority: 900,
+        };
+        let allow = Verdict::Allowed { rule: "l7".into() };
+        // Both refused: the probe's reason names the probe source, the connection's the proxy.
+        a.set("net", &deny("no-probes"), &deny("no-proxy"));
+        assert!(!a.probes() && !a.traffic());
+        assert!(a.probe_refusal().contains(&PROBE_SOURCE.to_string()));
+        assert!(a.probe_refusal().contains("no-probes"));
+        assert!(a.traffic_refusal().contains(&PROXY_SOURCE.to_string()));
+        assert!(a.traffic_refusal().contains("no-proxy"));
+        // Connections allowed again, probes still refused: the probe's reason is unchanged.
+        a.set("net", &deny("no-probes"), &allow);
+        assert!(!a.probes() && a.traffic());
+        assert!(a.probe_refusal().contains("no-probes"));
+        a.open();
+        assert!(a.probes() && a.traffic());
     }
 }
