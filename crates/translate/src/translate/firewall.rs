@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use google_cloud_compute_v1::model::{self, firewall::Allowed};
 
-use super::{DesiredIngress, TranslateConfig};
+use super::{cidr, DesiredIngress, TranslateConfig};
 
 /// Source ranges of Google Front Ends and health checkers.
 pub const L7_SOURCE_RANGES: [&str; 2] = ["130.211.0.0/22", "35.191.0.0/16"];
@@ -152,29 +152,6 @@ pub enum FirewallBlock {
     },
 }
 
-fn parse_cidr(s: &str) -> Option<(u32, u32)> {
-    let (ip, len) = s.split_once('/').unwrap_or((s, "32"));
-    let ip: std::net::Ipv4Addr = ip.trim().parse().ok()?;
-    let len: u32 = len.trim().parse().ok().filter(|l| *l <= 32)?;
-    let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
-    Some((u32::from(ip) & mask, len))
-}
-
-/// Whether `outer` contains all of `inner` (both CIDRs).
-fn covers(outer: (u32, u32), inner: (u32, u32)) -> bool {
-    let mask = if outer.1 == 0 {
-        0
-    } else {
-        u32::MAX << (32 - outer.1)
-    };
-    outer.1 <= inner.1 && inner.0 & mask == outer.0
-}
-
-/// Whether two CIDRs share an address.
-fn overlaps(a: (u32, u32), b: (u32, u32)) -> bool {
-    covers(a, b) || covers(b, a)
-}
-
 /// Whether the entries (`allowed` or `denied`: protocol and ports) cover TCP `port`.
 fn covers_port<'a>(
     mut entries: impl Iterator<Item = (&'a Option<String>, &'a Vec<String>)>,
@@ -225,18 +202,18 @@ pub fn google_ranges_blocked(
     candidates.sort_by_key(|r| (r.priority.unwrap_or(1000), r.denied.is_empty()));
     let mut block = None;
     for range in L7_SOURCE_RANGES {
-        let google = parse_cidr(range).expect("a valid constant");
+        let google = cidr::parse_v4(range).expect("a valid constant");
         let verdict = candidates.iter().find_map(|r| {
-            let sources: Vec<(u32, u32)> = r
+            let sources: Vec<_> = r
                 .source_ranges
                 .iter()
-                .filter_map(|s| parse_cidr(s))
+                .filter_map(|s| cidr::parse_v4(s))
                 .collect();
             let any_source = sources.is_empty()
                 && r.source_tags.is_empty()
                 && r.source_service_accounts.is_empty();
             if !r.denied.is_empty() {
-                let hit = any_source || sources.iter().any(|s| overlaps(*s, google));
+                let hit = any_source || sources.iter().any(|s| cidr::overlaps(s, &google));
                 (hit && covers_port(r.denied.iter().map(|e| (&e.ip_protocol, &e.ports)), port))
                     .then(|| {
                         Some(FirewallBlock::Denied {
@@ -245,7 +222,7 @@ pub fn google_ranges_blocked(
                         })
                     })
             } else {
-                let hit = any_source || sources.iter().any(|s| covers(*s, google));
+                let hit = any_source || sources.iter().any(|s| cidr::covers(s, &google));
                 (hit && covers_port(r.allowed.iter().map(|e| (&e.ip_protocol, &e.ports)), port))
                     .then_some(None)
             }

@@ -10,6 +10,7 @@ pub mod annotations;
 pub mod backend_config_checks;
 pub mod backends;
 pub mod certificates;
+pub mod cidr;
 pub mod desired;
 pub mod endpoints;
 pub mod errors;

@@ -14,11 +14,9 @@
 //! On a Shared VPC cluster the network, its subnets and firewall rules are the host project's:
 //! the commands carry `--project=<host>` (run by the host project's admin), as the firewall hint.
 
-use std::net::Ipv4Addr;
-
 use google_cloud_compute_v1::model;
 
-use super::TranslateConfig;
+use super::{cidr, TranslateConfig};
 
 /// `purpose` of a proxy-only subnet of the regional Envoy-based load balancers.
 pub const REGIONAL_MANAGED_PROXY: &str = "REGIONAL_MANAGED_PROXY";
@@ -77,7 +75,7 @@ fn rule_admits_range(
     range: &str,
     target_tags: &[String],
 ) -> bool {
-    let Some(range) = parse_cidr(range) else {
+    let Some(range) = cidr::parse_v4(range) else {
         return false;
     };
     {
@@ -101,8 +99,8 @@ fn rule_admits_range(
             && f.network.as_deref().map(last_segment) == Some(network)
             && f.source_ranges
                 .iter()
-                .filter_map(|r| parse_cidr(r))
-                .any(|outer| contains(outer, range))
+                .filter_map(|r| cidr::parse_v4(r))
+                .any(|outer| cidr::covers(&outer, &range))
     }
 }
 
@@ -153,18 +151,6 @@ fn project_flag(config: &TranslateConfig) -> String {
 
 fn last_segment(s: &str) -> &str {
     s.rsplit('/').next().unwrap_or(s)
-}
-
-fn parse_cidr(s: &str) -> Option<(u32, u8)> {
-    let (ip, len) = s.split_once('/').unwrap_or((s, "32"));
-    let ip: Ipv4Addr = ip.trim().parse().ok()?;
-    let len: u8 = len.trim().parse().ok().filter(|l| *l <= 32)?;
-    Some((u32::from(ip), len))
-}
-
-fn contains((outer, outer_len): (u32, u8), (inner, inner_len): (u32, u8)) -> bool {
-    let mask = |len: u8| if len == 0 { 0 } else { u32::MAX << (32 - len) };
-    outer_len <= inner_len && (outer & mask(outer_len)) == (inner & mask(outer_len))
 }
 
 #[cfg(test)]
