@@ -308,6 +308,11 @@ mod tests {
             })
         );
         assert_eq!(google_ranges_blocked(&r, NET, 9000, &node), None);
+        // A deny rule counts only when its sources touch one of Google's ranges.
+        let mut elsewhere = deny(900, "8080");
+        elsewhere["sourceRanges"] = json!(["10.0.0.0/8"]);
+        let r = rules(json!([l7(json!({})), elsewhere]));
+        assert_eq!(google_ranges_blocked(&r, NET, 8080, &node), None);
         // Equal priority: deny first; lower priority (a larger number): the allow wins.
         let r = rules(json!([l7(json!({})), deny(1000, "8080")]));
         assert!(google_ranges_blocked(&r, NET, 8080, &node).is_some());

@@ -285,6 +285,59 @@ mod tests {
         })
     }
 
+    /// ingress-gce's `isSimpleHTTPProbe`: an HTTP GET with no host, and no header but `Host`.
+    #[test]
+    fn only_a_plain_http_get_probe_qualifies() {
+        use k8s_openapi::api::core::v1::{HTTPGetAction, HTTPHeader, Probe};
+        let probe = |host: Option<&str>, headers: &[&str]| Probe {
+            http_get: Some(HTTPGetAction {
+                host: host.map(str::to_owned),
+                http_headers: (!headers.is_empty()).then(|| {
+                    headers
+                        .iter()
+                        .map(|n| HTTPHeader {
+                            name: n.to_string(),
+                            value: "v".into(),
+                        })
+                        .collect()
+                }),
+                path: Some("/ready".into()),
+                port: IntOrString::Int(8080),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert!(simple_http_get(&probe(None, &[])).is_some());
+        assert!(
+            simple_http_get(&probe(Some(""), &[])).is_some(),
+            "an empty host is none"
+        );
+        assert!(simple_http_get(&probe(Some("10.0.0.1"), &[])).is_none());
+        assert!(simple_http_get(&probe(None, &["Host"])).is_some());
+        assert!(simple_http_get(&probe(None, &["host"])).is_some());
+        assert!(simple_http_get(&probe(None, &["X-Custom"])).is_none());
+        assert!(simple_http_get(&probe(None, &["Host", "X-Custom"])).is_none());
+        assert!(simple_http_get(&Probe::default()).is_none());
+    }
+
+    /// A zero interval or timeout (a typed Pod's unset field) is no setting: the defaults.
+    #[test]
+    fn zero_intervals_and_timeouts_fall_back_to_the_defaults() {
+        let hc = health_check(&HealthCheckInputs {
+            name: "k8s1-x",
+            protocol: AppProtocol::Http,
+            probe: Some(ProbeSettings {
+                check_interval_sec: Some(0),
+                timeout_sec: Some(0),
+                ..Default::default()
+            }),
+            backend_config: None,
+            system_default: false,
+        });
+        assert_eq!(hc.check_interval_sec, Some(DEFAULT_CHECK_INTERVAL_SEC));
+        assert_eq!(hc.timeout_sec, Some(DEFAULT_TIMEOUT_SEC));
+    }
+
     #[test]
     fn grpc_type_probes_with_tls_as_the_backend_speaks() {
         let bc = HealthCheckConfig {
