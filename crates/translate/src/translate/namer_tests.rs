@@ -132,6 +132,9 @@ fn backend_names_follow_the_neg_scheme() {
         "k8s1-b9cddxmo-a-very-long-namespa-a-service-with-a--65-af71d950"
     );
     assert!(long.starts_with(&backend_prefix(Scheme::Gke, &uid)));
+    // The GC prefix: the scheme's backend prefix and the first 8 characters of the UID.
+    assert_eq!(backend_prefix(Scheme::Gke, &uid), "k8s1-b9cddxmo-");
+    assert_eq!(backend_prefix(Scheme::Own, "0123456789"), "gclb-01234567-");
 }
 
 #[test]
@@ -567,6 +570,13 @@ fn gke_v1_names_belong_to_their_cluster() {
         assert_eq!(name.len(), 63);
         assert_eq!(is_v1_frontend("um", &name, uid), belongs, "{name}");
     }
+    // Only a name of 63 characters was cut: at 62 a last `0` is part of the UID component.
+    let cut = format!("k8s-um-{}--{}0", "a".repeat(46), &uid[..7]);
+    assert_eq!(cut.len(), 63);
+    assert!(is_v1_frontend("um", &cut, uid), "{cut}");
+    let uncut = format!("k8s-um-{}--{}0", "a".repeat(45), &uid[..7]);
+    assert_eq!(uncut.len(), 62);
+    assert!(!is_v1_frontend("um", &uncut, uid), "{uncut}");
     // A kind's letters only: a URL map is not a target proxy.
     assert!(!is_v1_frontend("tp", &short.url_map(), uid));
     // Only an SSL certificate's UID component is followed by more (`-<hash>`): any other
@@ -699,6 +709,7 @@ fn takeover_names_an_ingress_as_its_gke_finalizer_says_and_coexist_never_v1() {
     let takeover = config();
     let v1 = takeover.ingress_namer(&ingress(&[GKE_FINALIZER_V1]));
     assert_eq!(v1.version(), FrontendVersion::V1);
+    assert_eq!(v1.scheme(), Scheme::Gke);
     assert!(
         v1.url_map().starts_with("k8s-um-default-web--"),
         "{}",

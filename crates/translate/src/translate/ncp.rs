@@ -369,7 +369,14 @@ mod tests {
             source_ranges("10.0.0.1-10.0.0.4").unwrap(),
             ["10.0.0.1/32", "10.0.0.2/31", "10.0.0.4/32"]
         );
-        assert!(source_ranges("10.0.0.9-10.0.0.1").is_err());
+        // A reversed range is refused, not read as empty, even beside a good entry.
+        for reversed in [
+            "10.0.0.9-10.0.0.1, 10.0.0.1",
+            "2001:db8::2-2001:db8::1, 10.0.0.1",
+        ] {
+            let err = source_ranges(reversed).unwrap_err();
+            assert!(err.contains("from the lower to the higher"), "{err}");
+        }
         assert_eq!(
             source_ranges("2001:db8::1-2001:db8::2").unwrap(),
             ["2001:db8::1/128", "2001:db8::2/128"]
@@ -406,5 +413,54 @@ mod tests {
             .name
             .unwrap()
             .starts_with(&security_policy_prefix(&config)));
+    }
+
+    /// The GC prefix of whitelist policies: the scheme's frontend prefix, `sp`, the cluster.
+    #[test]
+    fn security_policy_prefixes_name_the_scheme_and_the_cluster() {
+        let config = TranslateConfig::new("p", "default", &["z"], "c", "uid");
+        let uid8 = &config.cluster_uid;
+        assert_eq!(security_policy_prefix(&config), format!("k8s2-sp-{uid8}-"));
+        let own = config.clone().with_mode(crate::translate::Mode::Coexist);
+        assert_eq!(security_policy_prefix(&own), format!("gclb-sp-{uid8}-"));
+    }
+
+    /// Another controller's annotation this operator does not read is a Warning naming it (the
+    /// refused ones with why); the ones it reads, and annotations outside those prefixes, none.
+    #[test]
+    fn other_controllers_annotations_not_read_are_warned_about() {
+        let mut ingress = Ingress::default();
+        ingress.metadata.name = Some("ing".to_owned());
+        ingress.metadata.namespace = Some("default".to_owned());
+        ingress.metadata.annotations = Some(
+            [
+                ("ncp/jwt-alg", "HS256"),
+                ("nginx.ingress.kubernetes.io/ssl-redirect", "true"),
+                ("projectcontour.io/websocket-routes", "/"),
+                (USE_REGEX, "true"),
+                ("kubernetes.io/ingress.class", "gce"),
+                ("example.com/ncp/x", "1"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        );
+        let findings = unsupported_findings(&ingress, &[USE_REGEX]);
+        let named = |key: &str| {
+            findings
+                .iter()
+                .filter(|f| f.warning && f.message.contains(&format!("annotation {key} ")))
+                .count()
+        };
+        assert_eq!(findings.len(), 3, "{findings:?}");
+        assert_eq!(named("ncp/jwt-alg"), 1);
+        assert!(findings
+            .iter()
+            .any(|f| f.message.contains("JSON Web Tokens")));
+        assert_eq!(named("nginx.ingress.kubernetes.io/ssl-redirect"), 1);
+        assert_eq!(named("projectcontour.io/websocket-routes"), 1);
+        assert!(findings
+            .iter()
+            .all(|f| f.message.contains("Ingress default/ing")));
     }
 }
