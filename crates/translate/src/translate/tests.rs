@@ -137,6 +137,11 @@ fn ownership_follows_annotation_class_name_and_default_class() {
     // Neither: ours when no default class exists or the default is ours.
     assert!(owns(&with("", "")));
     assert!(!owns(&format!("{NGINX_DEFAULT}---\n{}", with("", ""))));
+    // Another controller's class that is not the default (no annotation, or `"false"`) does not
+    // take class-less Ingresses.
+    let nginx = NGINX_DEFAULT.replace("\"true\"", "\"false\"");
+    assert!(owns(&format!("{nginx}---\n{}", with("", ""))));
+    assert!(owns(&format!("{nginx_named_gce}---\n{}", with("", ""))));
     let gce_default = GCE_CLASS.replace(
         "{name: gce}",
         "{name: gce, annotations: {ingressclass.kubernetes.io/is-default-class: \"true\"}}",
