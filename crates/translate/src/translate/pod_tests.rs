@@ -277,3 +277,15 @@ fn a_served_pod_keeps_what_the_operator_reads() {
     assert_eq!(direct, expected);
     assert_eq!(converted, expected);
 }
+
+/// The record is a kube `Resource`: kube's metadata accessors read and write the record's own
+/// metadata (`k8s_openapi::Metadata`), as the watcher's and the stores' code does.
+#[test]
+fn kube_writes_the_records_own_metadata() {
+    use kube::{Resource, ResourceExt};
+    let mut record = PodRecord::default();
+    record.labels_mut().insert("app".into(), "web".into());
+    record.meta_mut().name = Some("web-1".into());
+    assert_eq!(record.metadata.name.as_deref(), Some("web-1"));
+    assert_eq!(record.labels().get("app").map(String::as_str), Some("web"));
+}

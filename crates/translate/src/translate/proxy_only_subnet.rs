@@ -202,6 +202,15 @@ mod tests {
         assert!(!admits(rule("10.128.0.0/9", &["node"])));
         assert!(!admits(rule("10.2.0.0/23", &["other"])));
         assert!(!admits(rule("10.2.0.0/23", &["node"]).set_disabled(true)));
+        // An EGRESS rule says nothing about what reaches the nodes; INGRESS said or left out
+        // (the API's default) does.
+        use model::firewall::Direction;
+        assert!(!admits(
+            rule("10.2.0.0/23", &["node"]).set_direction(Direction::Egress)
+        ));
+        assert!(admits(
+            rule("10.2.0.0/23", &["node"]).set_direction(Direction::Ingress)
+        ));
         // Any protocol ("all", or TCP by number) admits TCP; UDP does not.
         for (protocol, admitted) in [("all", true), ("6", true), ("udp", false)] {
             let any = rule("10.2.0.0/23", &["node"])

@@ -295,5 +295,67 @@ fn internal_and_regional_external_ingresses_are_regional_and_gce_ones_are_not() 
             regional,
             "class {class}"
         );
+        assert_eq!(
+            is_internal(&snapshot, ingress, &config()),
+            class == "gce-internal",
+            "class {class}"
+        );
     }
+}
+
+/// A class-less Ingress takes the class of the default IngressClass, when that class is this
+/// operator's (its controller) and marked default with `"true"`; any other IngressClass named
+/// like a regional class does not make the Ingress regional.
+#[test]
+fn a_default_ingress_class_of_ours_makes_class_less_ingresses_regional() {
+    let class_less = OBJECTS.replace("  annotations: {kubernetes.io/ingress.class: CLASS}\n", "");
+    let with_class = |default: &str, controller: &str| {
+        format!(
+            "{class_less}---\napiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: gce-internal\n  annotations: {{ingressclass.kubernetes.io/is-default-class: \"{default}\"}}\nspec: {{controller: {controller}}}\n"
+        )
+    };
+    let ours = config().mode.controller().to_owned();
+    for (default, controller, internal) in [
+        ("true", ours.as_str(), true),
+        ("false", ours.as_str(), false),
+        ("true", "k8s.io/ingress-nginx", false),
+    ] {
+        let snapshot = snapshot_from_yaml(&with_class(default, controller));
+        let ingress = &snapshot.ingresses[&ObjectKey::new("default", "ing")];
+        assert_eq!(
+            is_internal(&snapshot, ingress, &config()),
+            internal,
+            "default {default}, controller {controller}"
+        );
+    }
+}
+
+/// Identity-Aware Proxy is refused on the regional external class only (the internal one
+/// supports it); an SSL policy on either regional class.
+#[test]
+fn iap_is_refused_on_the_regional_external_class_and_ssl_policies_on_both() {
+    let iap = OBJECTS.replace(
+        "  timeoutSec: 7\n",
+        "  timeoutSec: 7\n  iap: {enabled: true, oauthclientCredentials: {secretName: oauth}}\n",
+    ) + "---\napiVersion: v1\nkind: Secret\nmetadata: {name: oauth}\nstringData: {client_id: id, client_secret: secret}\n";
+    let err = translate_with(&iap.replace("CLASS", "gce-regional-external"))
+        .1
+        .unwrap_err();
+    assert!(err.to_string().contains("Identity-Aware Proxy"), "{err}");
+    assert!(translate_with(&iap.replace("CLASS", "gce-internal"))
+        .1
+        .is_ok());
+    let ssl_policy = OBJECTS.replace(
+        "  annotations: {kubernetes.io/ingress.class: CLASS}",
+        "  annotations: {kubernetes.io/ingress.class: CLASS, networking.gke.io/v1beta1.FrontendConfig: fc, ingress.gcp.kubernetes.io/pre-shared-cert: cert, kubernetes.io/ingress.allow-http: \"false\"}",
+    ) + "---\napiVersion: networking.gke.io/v1beta1\nkind: FrontendConfig\nmetadata: {name: fc}\nspec: {sslPolicy: strict}\n";
+    for class in ["gce-internal", "gce-regional-external"] {
+        let err = translate_with(&ssl_policy.replace("CLASS", class))
+            .1
+            .unwrap_err();
+        assert!(err.to_string().contains("an SSL policy"), "{class}: {err}");
+    }
+    assert!(translate_with(&ssl_policy.replace("CLASS", "gce"))
+        .1
+        .is_ok());
 }
