@@ -377,6 +377,24 @@ spec:
         );
         let err = tls_secrets(&snapshot, &bad).unwrap_err().to_string();
         assert!(err.contains(TLS_CERT_NAMESPACE), "{err}");
+        // A DNS-1123 label: lower-case letters, digits and `-` inside, at most 63 characters.
+        let long = "a".repeat(64);
+        for (ns, ok) in [
+            ("team-2", true),
+            ("2fa", true),
+            (&long[1..], true),
+            (long.as_str(), false),
+            ("-certs", false),
+            ("certs-", false),
+            ("certs.io", false),
+        ] {
+            let web = ingress(
+                "web",
+                &format!("projectcontour.io/tls-cert-namespace: {ns}"),
+                &["a"],
+            );
+            assert_eq!(tls_secrets(&snapshot, &web).is_ok(), ok, "{ns}");
+        }
     }
 
     /// A refused Secret is a Warning naming the Ingress, the field, the Secret and the

@@ -169,6 +169,30 @@ mod tests {
         assert_ne!(translate(&alone(&shop), &shop), translate(&snapshot, &shop));
     }
 
+    /// The cluster default backend is not the Ingress's own even in the Ingress's namespace:
+    /// it serves every Ingress, so no one Ingress's list may restrict it.
+    #[test]
+    fn the_cluster_default_backend_never_takes_an_ingress_list() {
+        let mut snapshot = with_lists(&[("shop", "10.0.0.0/8")]);
+        let fallback = snapshot_from_yaml(
+            "apiVersion: v1\nkind: Service\nmetadata: {name: fallback, namespace: default}\nspec: {selector: {app: fallback}, ports: [{name: http, port: 80, targetPort: 8080}]}\n",
+        );
+        snapshot.services.extend(fallback.services);
+        let mut config = config();
+        config.default_backend = Some(("default".into(), "fallback".into(), "http".into()));
+        let shop = &snapshot.ingresses[&ObjectKey::new("default", "shop")];
+        let desired = translate_ingress(&snapshot, shop, &config).unwrap();
+        let policy = |service: &str| {
+            let b = desired.backends.values().find(|b| b.key.service == service);
+            b.unwrap_or_else(|| panic!("{service}"))
+                .backend_service
+                .security_policy
+                .clone()
+        };
+        assert!(policy("shop").is_some());
+        assert_eq!(policy("fallback"), None);
+    }
+
     /// `shop` and `https-only` both route to `secure-api`, whose backend service they share:
     /// with different lists neither may decide its policy, and a Warning names the other one.
     #[test]

@@ -488,6 +488,41 @@ fn an_exact_trailing_slash_path_beside_a_prefix_uses_ordered_route_rules() {
     );
 }
 
+/// Without such a conflict (an Exact `/foo/` alone, or beside a Prefix `/foo` to the same
+/// backend) the path matcher keeps GKE's pathRules.
+#[test]
+fn an_exact_trailing_slash_path_without_a_conflict_keeps_path_rules() {
+    for second in ["api, port: {number: 8081}", "web, port: {number: 80}"] {
+        let same_backend = second.starts_with("web");
+        let prefix = if same_backend {
+            "      - {path: /foo, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n"
+        } else {
+            ""
+        };
+        let d = translate_yaml(&ingress(&format!(
+            "  rules:\n  - host: shop.example\n    http:\n      paths:\n{prefix}      - {{path: /foo/, pathType: Exact, backend: {{service: {{name: {second}}}}}}}\n"
+        )))
+        .unwrap();
+        let pm = &d.frontend.url_map.as_ref().unwrap().path_matchers[0];
+        assert!(pm.route_rules.is_empty(), "{second}: {pm:?}");
+        assert!(!pm.path_rules.is_empty(), "{second}");
+    }
+}
+
+/// `port: {name: ""}` names no port: the same error as no port at all.
+#[test]
+fn an_empty_port_name_is_no_port() {
+    let err = translate_yaml(&ingress(
+        "  defaultBackend: {service: {name: web, port: {name: \"\"}}}\n",
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(&err, TranslateError::UnsupportedBackend { field, reason, .. }
+            if field == "spec.defaultBackend.service.port" && reason.contains("neither")),
+        "{err}"
+    );
+}
+
 #[test]
 fn hosts_are_lower_cased_and_wildcards_warn_about_deeper_names() {
     let d = translate_yaml(&ingress(

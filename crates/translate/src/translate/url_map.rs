@@ -423,7 +423,10 @@ mod tests {
         let snapshot = snapshot_from_yaml(include_str!("testdata/features.yaml"));
         let key = ObjectKey::new("default", "shop");
         for (mode, want) in [
-            (Mode::Coexist, Some(ingress_description(&key))),
+            (
+                Mode::Coexist,
+                Some(r#"{"kubernetes.io/ingress-name":"default/shop"}"#.to_owned()),
+            ),
             (Mode::Takeover, None),
         ] {
             let mut config = config();
