@@ -413,7 +413,6 @@ pub fn owned_description(scheme: namer::Scheme, key: &ObjectKey) -> Option<Strin
 mod tests {
     use super::super::test_support::{config, snapshot_from_yaml};
     use super::super::{translate_ingress, Mode, ObjectKey};
-    use super::ingress_description;
 
     /// In the operator's own scheme (`Coexist`) the URL map and the self-managed certificates
     /// name their Ingress in their description (what `gcloud compute url-maps describe` shows an
