@@ -62,10 +62,11 @@ use kube::runtime::controller::{self, Controller};
 use kube::runtime::finalizer;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Client, ResourceExt};
 use tracing::info;
 
 use crate::compute::Compute;
+use crate::crd::{BackendConfig, FrontendConfig, ManagedCertificate, TLSCertificateDelegation};
 use crate::sync::SyncError;
 use crate::translate::{secret_refs, Mode, TranslateConfig};
 
@@ -203,8 +204,21 @@ pub async fn run(
 ) {
     let (ingress_index, ingress_stream) = Stores::ingress_stream(&client);
     let (pod_index, pod_stream) = Stores::pod_stream(&client);
-    let (service_index, service_stream) = Stores::trigger_stream::<Service>(&client);
-    let (slice_index, slice_stream) = Stores::trigger_stream::<EndpointSlice>(&client);
+    let all = watcher::Config::default;
+    let (service_index, service_stream) =
+        Stores::trigger_stream::<Service>(&client, all(), prune::metadata);
+    let (slice_index, slice_stream) =
+        Stores::trigger_stream::<EndpointSlice>(&client, all(), prune::metadata);
+    let (secret_index, secret_stream) =
+        Stores::trigger_stream::<Secret>(&client, stores::secrets_watch(), prune::secret);
+    let (class_index, class_stream) =
+        Stores::trigger_stream::<IngressClass>(&client, all(), prune::metadata);
+    let (bc_store, bc_stream) = Stores::optional_trigger_stream::<BackendConfig>(&client).await;
+    let (fc_store, fc_stream) = Stores::optional_trigger_stream::<FrontendConfig>(&client).await;
+    let (mc_store, mc_stream) =
+        Stores::optional_trigger_stream::<ManagedCertificate>(&client).await;
+    let (td_store, td_stream) =
+        Stores::optional_trigger_stream::<TLSCertificateDelegation>(&client).await;
     let controller = Controller::for_stream(ingress_stream, ingress_index.store()).with_config(
         controller::Config::default()
             .concurrency(config.workers)
@@ -216,12 +230,19 @@ pub async fn run(
     );
     let stores = Stores::start(
         &client,
-        ingress_index,
-        pod_index,
-        service_index,
-        slice_index,
-    )
-    .await;
+        stores::Triggered {
+            ingresses: ingress_index,
+            pods: pod_index,
+            services: service_index,
+            endpoint_slices: slice_index,
+            secrets: secret_index,
+            ingress_classes: class_index.store(),
+            backend_configs: bc_store,
+            frontend_configs: fc_store,
+            managed_certificates: mc_store,
+            tls_certificate_delegations: td_store,
+        },
+    );
     {
         // `on_ready` starts tasks that read the stores (readiness gates, webhook); starting them
         // only after the first lists means none of them waits on a store's single-waker
@@ -294,10 +315,9 @@ pub async fn run(
         }
     };
     let (secret_foreign, td_foreign) = (using_secrets_of.clone(), using_secrets_of);
+    // Every kind triggers from the watch that keeps its store ([`Stores::trigger_stream`]), so
+    // a reconcile never reads an older store than its trigger.
     let mut controller = controller
-        // Services and EndpointSlices trigger from the watches that keep their stores
-        // ([`Stores::trigger_stream`]), so a reconcile never reads an older store than its
-        // trigger.
         .watches_stream(service_stream, move |svc: Service| {
             svc_map(&svc.namespace().unwrap_or_default(), &svc.name_any())
         })
@@ -316,51 +336,30 @@ pub async fn run(
                 .flat_map(|s| pod_map(&ns, s))
                 .collect::<Vec<_>>()
         })
-        .watches(
-            Api::<Secret>::all(client.clone()),
-            stores::secrets_watch(),
-            move |secret| {
-                let mut refs = secret_all(secret.namespace());
-                refs.extend(secret_foreign(secret.namespace()));
-                refs
-            },
-        )
-        .watches(
-            Api::<IngressClass>::all(client.clone()),
-            watcher::Config::default(),
-            move |_| class_all(None),
-        );
+        .watches_stream(secret_stream, move |secret: Secret| {
+            let mut refs = secret_all(secret.namespace());
+            refs.extend(secret_foreign(secret.namespace()));
+            refs
+        })
+        .watches_stream(class_stream, move |_: IngressClass| class_all(None));
     // A CRD object change requeues every Ingress of its namespace (they reference them by name
     // from annotations; a ManagedCertificate's status.certificateName is what translation
-    // attaches, so its Provisioning -> Active transition must reach the Ingress).
-    if served_crd::<crate::crd::BackendConfig>(&client).await {
-        controller = controller.watches(
-            Api::<crate::crd::BackendConfig>::all(client.clone()),
-            watcher::Config::default(),
-            move |bc| bc_all(bc.namespace()),
-        );
+    // attaches, so its Provisioning -> Active transition must reach the Ingress). No stream
+    // when the CRD is not installed.
+    if let Some(s) = bc_stream {
+        controller = controller.watches_stream(s, move |bc: BackendConfig| bc_all(bc.namespace()));
     }
-    if served_crd::<crate::crd::FrontendConfig>(&client).await {
-        controller = controller.watches(
-            Api::<crate::crd::FrontendConfig>::all(client.clone()),
-            watcher::Config::default(),
-            move |fc| fc_all(fc.namespace()),
-        );
+    if let Some(s) = fc_stream {
+        controller = controller.watches_stream(s, move |fc: FrontendConfig| fc_all(fc.namespace()));
     }
-    if served_crd::<crate::crd::ManagedCertificate>(&client).await {
-        controller = controller.watches(
-            Api::<crate::crd::ManagedCertificate>::all(client.clone()),
-            watcher::Config::default(),
-            move |mc| mc_all(mc.namespace()),
-        );
+    if let Some(s) = mc_stream {
+        controller =
+            controller.watches_stream(s, move |mc: ManagedCertificate| mc_all(mc.namespace()));
     }
-
-    if served_crd::<crate::crd::TLSCertificateDelegation>(&client).await {
-        controller = controller.watches(
-            Api::<crate::crd::TLSCertificateDelegation>::all(client.clone()),
-            watcher::Config::default(),
-            move |td| td_foreign(td.namespace()),
-        );
+    if let Some(s) = td_stream {
+        controller = controller.watches_stream(s, move |td: TLSCertificateDelegation| {
+            td_foreign(td.namespace())
+        });
     }
 
     // A zone gaining its first Node or losing its last changes every backend's NEGs (unless
@@ -380,22 +379,15 @@ pub async fn run(
         .for_each(|result| async move {
             match result {
                 Ok((object, _)) => tracing::debug!(ingress = %object, "reconciled"),
+                // A trigger watch failing (RBAC, the API server gone) is retried with backoff;
+                // say so, since no reconcile runs for what it would have seen.
+                Err(controller::Error::QueueError(e)) => {
+                    tracing::warn!(error = %e, "watch error; retrying")
+                }
                 Err(e) => tracing::debug!(error = %e, "reconcile error"),
             }
         })
         .await;
-}
-
-/// Whether the API serves `K` (its CRD is installed).
-async fn served_crd<K>(client: &Client) -> bool
-where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-    K::DynamicType: Default,
-{
-    let api: Api<K> = Api::all(client.clone());
-    api.list(&kube::api::ListParams::default().limit(1))
-        .await
-        .is_ok()
 }
 
 /// Runs one reconcile; a panic in it becomes [`Error::Panicked`], logged with the Ingress `key`

@@ -1,7 +1,9 @@
 //! Reflector stores for every kind translation reads, and the [`ClusterSnapshot`] built from
-//! them. The CRD kinds (BackendConfig, FrontendConfig, ManagedCertificate,
-//! TLSCertificateDelegation) are optional: when
-//! their CRD is not installed the store stays empty and a warning is logged.
+//! them. Each store's watch is also the controller's trigger stream for its kind
+//! ([`Stores::trigger_stream`]), so a reconcile never reads a store older than the change that
+//! triggered it; only Nodes have a reflector of their own. The CRD kinds (BackendConfig,
+//! FrontendConfig, ManagedCertificate, TLSCertificateDelegation) are optional: when their CRD
+//! is not installed the store stays empty and a warning is logged.
 //!
 //! Readiness is published once through a `tokio::sync::watch` channel rather than by letting
 //! every task call `Store::wait_until_ready`: kube-runtime 5's `DelayedInit` wraps a oneshot
@@ -124,98 +126,14 @@ pub fn secrets_watch() -> watcher::Config {
     watcher::Config::default().fields(TLS_SECRETS)
 }
 
-/// Starts a reflector for `K` on a background task; returns its store.
-fn spawn_reflector<K>(api: Api<K>, optional: bool) -> Store<K>
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
-{
-    spawn_reflector_with(
-        api,
-        watcher::Config::default(),
-        optional,
-        prune::metadata::<K>,
-    )
-}
-
-/// [`spawn_reflector`] with watch settings (field or label selectors) and `prune`, which
-/// drops what the operator does not read from each object before it is stored ([`prune`]).
-fn spawn_reflector_with<K>(
-    api: Api<K>,
-    config: watcher::Config,
-    optional: bool,
-    prune: fn(&mut K),
-) -> Store<K>
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
-{
-    let (reader, writer) = reflector::store();
-    spawn_watch(writer, api, config, optional, prune, |_| {});
-    reader
-}
-
-/// [`spawn_reflector_with`] that also keeps a [`NamespaceIndex`] of the store.
-fn spawn_indexed_reflector<K>(
-    api: Api<K>,
-    config: watcher::Config,
-    prune: fn(&mut K),
-) -> (Store<K>, NamespaceIndex<K>)
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
-{
-    let (reader, writer) = reflector::store();
-    let index = NamespaceIndex::new(reader.clone());
-    let seen = index.clone();
-    spawn_watch(writer, api, config, false, prune, move |event| {
-        seen.apply(event)
-    });
-    (reader, index)
-}
-
-/// Feeds `writer` from a watch of `api` on a background task; `seen` is told every event after
-/// the store applied it.
-fn spawn_watch<K>(
-    writer: reflector::store::Writer<K>,
-    api: Api<K>,
-    config: watcher::Config,
-    optional: bool,
-    prune: fn(&mut K),
-    seen: impl Fn(&watcher::Event<K>) + Send + 'static,
-) where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
-{
-    let kind = K::kind(&K::DynamicType::default()).to_string();
-    let stream = reflector::reflector(writer, watcher(api, config).modify(prune))
-        .inspect_ok(move |event| seen(event))
-        .default_backoff()
-        .applied_objects();
-    tokio::spawn(async move {
-        futures::pin_mut!(stream);
-        let mut warned = false;
-        while let Some(event) = stream.next().await {
-            if let Err(e) = event {
-                if !warned {
-                    if optional {
-                        tracing::warn!(%kind, error = %e, "cannot watch {kind} (CRD not installed?); continuing without it");
-                    } else {
-                        tracing::warn!(%kind, error = %e, "watch error");
-                    }
-                    warned = optional;
-                }
-            }
-        }
-    });
-}
-
-/// A store, its [`NamespaceIndex`] and the reflector of every `K` in the cluster that keeps
-/// both, each object `prune`d before it is stored: the controller's trigger streams
-/// ([`Stores::ingress_stream`], [`Stores::pod_stream`]) are made from its watch events. The
-/// store is fed only as the stream is polled (nothing is spawned).
+/// A store, its [`NamespaceIndex`] and the reflector of the `K`s in the cluster that `config`
+/// selects, which keeps both, each object `prune`d before it is stored: the controller's
+/// trigger streams ([`Stores::ingress_stream`], [`Stores::pod_stream`],
+/// [`Stores::trigger_stream`]) are made from its watch events. The store is fed only as the
+/// stream is polled (nothing is spawned).
 fn trigger_reflector<K>(
     client: &Client,
+    config: watcher::Config,
     prune: fn(&mut K),
 ) -> (
     NamespaceIndex<K>,
@@ -229,11 +147,8 @@ where
     let index = NamespaceIndex::new(reader);
     let seen = index.clone();
     let api: Api<K> = Api::all(client.clone());
-    let events = reflector::reflector(
-        writer,
-        watcher(api, watcher::Config::default()).modify(prune),
-    )
-    .inspect_ok(move |event| seen.apply(event));
+    let events = reflector::reflector(writer, watcher(api, config).modify(prune))
+        .inspect_ok(move |event| seen.apply(event));
     (index, events)
 }
 
@@ -300,61 +215,68 @@ where
     }
 }
 
-fn optional_store<K>(client: &Client, serve: bool) -> Store<K>
+/// A store that is never written, ready at once (an optional CRD kind the API does not serve).
+fn empty_store<K>() -> Store<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
-    if serve {
-        spawn_reflector(Api::<K>::all(client.clone()), true)
-    } else {
-        let (reader, writer) = reflector::store::<K>();
-        // Never written: mark it ready by dropping the writer after an empty apply.
-        let mut writer = writer;
-        writer.apply_watcher_event(&watcher::Event::InitDone);
-        reader
-    }
+    let (reader, mut writer) = reflector::store::<K>();
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    reader
+}
+
+/// The stores kept by the controller's trigger streams ([`Stores::trigger_stream`]), handed
+/// to [`Stores::start`]; the kinds that grow with the cluster come with their namespace
+/// indexes.
+pub struct Triggered {
+    /// Ingresses ([`Stores::ingress_stream`]).
+    pub ingresses: NamespaceIndex<Ingress>,
+    /// Pods ([`Stores::pod_stream`]).
+    pub pods: NamespaceIndex<PodRecord>,
+    /// Services.
+    pub services: NamespaceIndex<Service>,
+    /// EndpointSlices.
+    pub endpoint_slices: NamespaceIndex<EndpointSlice>,
+    /// TLS Secrets ([`secrets_watch`], [`prune::secret`]).
+    pub secrets: NamespaceIndex<Secret>,
+    /// IngressClasses.
+    pub ingress_classes: Store<IngressClass>,
+    /// BackendConfigs ([`Stores::optional_trigger_stream`]).
+    pub backend_configs: Store<BackendConfig>,
+    /// FrontendConfigs.
+    pub frontend_configs: Store<FrontendConfig>,
+    /// ManagedCertificates.
+    pub managed_certificates: Store<ManagedCertificate>,
+    /// TLSCertificateDelegations.
+    pub tls_certificate_delegations: Store<TLSCertificateDelegation>,
 }
 
 impl Stores {
-    /// Starts the reflectors, except the Ingress, Pod, Service and EndpointSlice stores, whose
-    /// reflectors are the controller's trigger streams ([`Stores::ingress_stream`],
-    /// [`Stores::pod_stream`], [`Stores::trigger_stream`]). The CRD kinds are probed first and
-    /// skipped when not served. Those four come with their namespace indexes, kept by their
-    /// streams.
-    pub async fn start(
-        client: &Client,
-        ingresses: NamespaceIndex<Ingress>,
-        pods: NamespaceIndex<PodRecord>,
-        services: NamespaceIndex<Service>,
-        endpoint_slices: NamespaceIndex<EndpointSlice>,
-    ) -> Self {
-        let bc = served::<BackendConfig>(client).await;
-        let fc = served::<FrontendConfig>(client).await;
-        let mc = served::<ManagedCertificate>(client).await;
-        let td = served::<TLSCertificateDelegation>(client).await;
+    /// Starts the Node reflector (the only store that is not also a trigger stream) and the
+    /// task that publishes readiness once every store has its first list; `triggered` holds
+    /// the stores the controller's trigger streams keep ([`Stores::trigger_stream`]).
+    pub fn start(client: &Client, triggered: Triggered) -> Self {
         let (nodes, zones) = spawn_node_reflector(client);
-        let (secrets, secrets_ns) =
-            spawn_indexed_reflector(Api::all(client.clone()), secrets_watch(), prune::secret);
         Self {
-            ingresses: ingresses.store(),
-            services: services.store(),
-            endpoint_slices: endpoint_slices.store(),
-            pods: pods.store(),
-            ingress_classes: spawn_reflector(Api::all(client.clone()), false),
-            secrets,
-            backend_configs: optional_store(client, bc),
-            frontend_configs: optional_store(client, fc),
-            managed_certificates: optional_store(client, mc),
-            tls_certificate_delegations: optional_store(client, td),
+            ingresses: triggered.ingresses.store(),
+            services: triggered.services.store(),
+            endpoint_slices: triggered.endpoint_slices.store(),
+            pods: triggered.pods.store(),
+            ingress_classes: triggered.ingress_classes,
+            secrets: triggered.secrets.store(),
+            backend_configs: triggered.backend_configs,
+            frontend_configs: triggered.frontend_configs,
+            managed_certificates: triggered.managed_certificates,
+            tls_certificate_delegations: triggered.tls_certificate_delegations,
             nodes,
             zones,
             by_namespace: ByNamespace {
-                ingresses,
-                services,
-                endpoint_slices,
-                pods,
-                secrets: secrets_ns,
+                ingresses: triggered.ingresses,
+                services: triggered.services,
+                endpoint_slices: triggered.endpoint_slices,
+                pods: triggered.pods,
+                secrets: triggered.secrets,
             },
             ready: Arc::new(tokio::sync::watch::channel(false).0),
         }
@@ -371,7 +293,11 @@ impl Stores {
         NamespaceIndex<Ingress>,
         impl futures::Stream<Item = Result<Ingress, watcher::Error>> + Send + 'static,
     ) {
-        let (reader, events) = trigger_reflector(client, prune::metadata::<Ingress>);
+        let (reader, events) = trigger_reflector(
+            client,
+            watcher::Config::default(),
+            prune::metadata::<Ingress>,
+        );
         (reader, events.applied_objects())
     }
 
@@ -386,19 +312,24 @@ impl Stores {
         NamespaceIndex<PodRecord>,
         impl futures::Stream<Item = Result<PodRecord, watcher::Error>> + Send + 'static,
     ) {
-        let (reader, events) = trigger_reflector(client, PodRecord::prune);
+        let (reader, events) =
+            trigger_reflector(client, watcher::Config::default(), PodRecord::prune);
         (reader, events.touched_objects())
     }
 
-    /// A store's reflector (metadata pruned, [`prune::metadata`]) as a controller trigger
-    /// stream of the objects it applied or deleted: Services and EndpointSlices. The reconcile
-    /// a change triggers reads the store (through its index) only after the store has the
-    /// change. With a second watch for the triggers (`Controller::watches`), a trigger could
-    /// win the race against the store's own watch: the reconcile then translated the old
-    /// EndpointSlice (a deleted Node's endpoint, its zone's NEG kept) and no later event came
-    /// to correct it. The store is fed as the controller polls the stream.
+    /// A store's reflector as a controller trigger stream of the objects it applied or deleted:
+    /// the `K`s `config` selects, each `prune`d before it is stored ([`prune::metadata`] for
+    /// most kinds). Every kind translation reads comes this way, except Nodes (they trigger
+    /// through their zones). The reconcile a change triggers reads the store (through its
+    /// index) only after the store has the change. With a second watch for the triggers
+    /// (`Controller::watches`), a trigger could win the race against the store's own watch:
+    /// the reconcile then translated the old object (a deleted Node's endpoint with its zone's
+    /// NEG kept; the same for a rotated TLS Secret or an edited BackendConfig) and no later
+    /// event came to correct it. The store is fed as the controller polls the stream.
     pub fn trigger_stream<K>(
         client: &Client,
+        config: watcher::Config,
+        prune: fn(&mut K),
     ) -> (
         NamespaceIndex<K>,
         impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static,
@@ -407,8 +338,29 @@ impl Stores {
         K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
         K::DynamicType: Default + Eq + std::hash::Hash + Clone,
     {
-        let (reader, events) = trigger_reflector(client, prune::metadata::<K>);
+        let (reader, events) = trigger_reflector(client, config, prune);
         (reader, events.touched_objects())
+    }
+
+    /// [`Stores::trigger_stream`] for an optional CRD kind: its store and trigger stream when
+    /// the API serves `K`, else an empty store (ready at once) and no stream, with a warning.
+    pub async fn optional_trigger_stream<K>(
+        client: &Client,
+    ) -> (
+        Store<K>,
+        Option<impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static>,
+    )
+    where
+        K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+    {
+        if served::<K>(client).await {
+            let (index, events) =
+                Self::trigger_stream(client, watcher::Config::default(), prune::metadata::<K>);
+            (index.store(), Some(events))
+        } else {
+            (empty_store(), None)
+        }
     }
 
     /// Spawns the one task that waits on every store's first list and then publishes readiness.

@@ -91,6 +91,15 @@ mod tests {
     fn bounds_and_the_probe_rule_name_the_field() {
         let key = ObjectKey::new("default", "bc");
         assert!(check(&key, &spec(serde_json::json!({"timeoutSec": 30}))).is_ok());
+        // The bounds themselves are inside: the minimum, the maximum, a probe timeout equal to
+        // its interval.
+        for ok in [
+            serde_json::json!({"timeoutSec": 1}),
+            serde_json::json!({"connectionDraining": {"drainingTimeoutSec": 3600}}),
+            serde_json::json!({"healthCheck": {"checkIntervalSec": 5, "timeoutSec": 5}}),
+        ] {
+            assert!(check(&key, &spec(ok.clone())).is_ok(), "{ok}");
+        }
         let e = check(
             &key,
             &spec(serde_json::json!({"connectionDraining": {"drainingTimeoutSec": 4000}})),

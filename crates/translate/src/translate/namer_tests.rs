@@ -560,6 +560,13 @@ fn gke_v1_names_belong_to_their_cluster() {
     ] {
         assert!(!is_v1_frontend("um", name, uid), "{name}");
     }
+    // Cut to 63 characters (the last one `0`): 5 characters of the UID still say the cluster,
+    // 4 are too few.
+    for (kept, belongs) in [(5, true), (4, false)] {
+        let name = format!("k8s-um-{}--{}0", "a".repeat(53 - kept), &uid[..kept]);
+        assert_eq!(name.len(), 63);
+        assert_eq!(is_v1_frontend("um", &name, uid), belongs, "{name}");
+    }
     // A kind's letters only: a URL map is not a target proxy.
     assert!(!is_v1_frontend("tp", &short.url_map(), uid));
     // Only an SSL certificate's UID component is followed by more (`-<hash>`): any other
@@ -675,4 +682,35 @@ fn the_provider_uid_names_the_firewall_rule_unless_it_is_empty() {
     );
     assert!(with(Some("")).ends_with("uid1"), "{}", with(Some("")));
     assert!(with(None).ends_with("uid1"));
+}
+
+#[test]
+fn takeover_names_an_ingress_as_its_gke_finalizer_says_and_coexist_never_v1() {
+    use crate::translate::test_support::config;
+    use crate::translate::Mode;
+    use k8s_openapi::api::networking::v1::Ingress;
+    let ingress = |finalizers: &[&str]| {
+        let mut i = Ingress::default();
+        i.metadata.namespace = Some("default".into());
+        i.metadata.name = Some("web".into());
+        i.metadata.finalizers = Some(finalizers.iter().map(|f| f.to_string()).collect());
+        i
+    };
+    let takeover = config();
+    let v1 = takeover.ingress_namer(&ingress(&[GKE_FINALIZER_V1]));
+    assert_eq!(v1.version(), FrontendVersion::V1);
+    assert!(
+        v1.url_map().starts_with("k8s-um-default-web--"),
+        "{}",
+        v1.url_map()
+    );
+    for finalizers in [&[GKE_FINALIZER_V2][..], &[]] {
+        let v2 = takeover.ingress_namer(&ingress(finalizers));
+        assert_eq!(v2.version(), FrontendVersion::V2, "{finalizers:?}");
+    }
+    // Beside GKE's controller the operator's own names, whatever finalizer GKE left.
+    let coexist = config().with_mode(Mode::Coexist);
+    let own = coexist.ingress_namer(&ingress(&[GKE_FINALIZER_V1]));
+    assert_eq!(own.scheme(), Scheme::Own);
+    assert_eq!(own.version(), FrontendVersion::V2);
 }

@@ -246,14 +246,16 @@ fn translation_from_served_pod_records_is_identical() {
 }
 
 /// A Pod as served keeps its readiness gate, its `ContainersReady` and gate conditions, its
-/// IPs and its container's probe in the record, whether read from the API's JSON directly or
+/// IPs, its container's probe and its `deletionTimestamp` in the record, whether read from the API's JSON directly or
 /// converted from a typed `Pod` ([`PodRecord::from_pod`], the admission webhook's path): both
 /// equal what [`read_by_hand`] copies from the typed Pod.
 #[test]
 fn a_served_pod_keeps_what_the_operator_reads() {
     let bare: Pod = serde_json::from_value(json!({
         "metadata": {"name": "web-1", "namespace": "default", "labels": {"app": "web"},
-            "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            // Terminating: translation and the readiness gate leave such a Pod out.
+            "deletionTimestamp": "2026-01-01T00:05:00Z"},
         "spec": {"nodeName": "node-a",
             "readinessGates": [{"conditionType": NEG_READINESS_GATE}],
             "containers": [{"name": "app", "ports": [{"name": "http", "containerPort": 8080}],

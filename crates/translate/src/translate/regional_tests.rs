@@ -132,6 +132,19 @@ spec: {controller: k8s.io/ingress-gce}
 }
 
 #[test]
+fn beside_gkes_controller_the_regional_external_class_is_gclb_regional_external() {
+    let coexist = config().with_mode(Mode::Coexist);
+    let theirs = snapshot_from_yaml(&OBJECTS.replace("CLASS", "gce-regional-external"));
+    let ingress = &theirs.ingresses[&ObjectKey::new("default", "ing")];
+    assert!(!owns_ingress(&theirs, ingress, &coexist));
+    let ours = snapshot_from_yaml(&OBJECTS.replace("CLASS", "gclb-regional-external"));
+    let ingress = &ours.ingresses[&ObjectKey::new("default", "ing")];
+    assert!(owns_ingress(&ours, ingress, &coexist));
+    let d = translate_ingress(&ours, ingress, &coexist).unwrap();
+    assert_eq!(class_of(&d), Some(RegionalClass::External));
+}
+
+#[test]
 fn features_the_internal_load_balancer_lacks_are_refused_by_name() {
     let cases = [
         ("timeoutSec: 7", "timeoutSec: 7\n  cdn: {enabled: true}", "Cloud CDN"),

@@ -131,6 +131,44 @@ mod tests {
         snapshot
     }
 
+    /// The contract the operator's scoped snapshots rely on: an Ingress for which
+    /// `reads_other_ingresses` is false translates the same without the other Ingresses;
+    /// `shop`, with a list, does not (it no longer sees `https-only`'s other list).
+    #[test]
+    fn only_an_ingress_with_a_list_reads_the_others() {
+        let snapshot = with_lists(&[("shop", "10.0.0.0/8"), ("https-only", "192.168.0.0/16")]);
+        let alone = |key: &ObjectKey| {
+            let mut s = snapshot.clone();
+            s.ingresses.retain(|k, _| k == key);
+            s
+        };
+        let translate = |s: &ClusterSnapshot, key: &ObjectKey| {
+            translate_ingress(s, &snapshot.ingresses[key], &config())
+                .map(|d| d.to_json())
+                .map_err(|e| e.to_string())
+        };
+        let mut without_list = 0;
+        for (key, ingress) in &snapshot.ingresses {
+            let reads = super::reads_other_ingresses(ingress);
+            assert_eq!(
+                reads,
+                ["shop", "https-only"].contains(&key.name.as_str()),
+                "{key:?}"
+            );
+            if !reads {
+                without_list += 1;
+                assert_eq!(
+                    translate(&alone(key), key),
+                    translate(&snapshot, key),
+                    "{key:?}"
+                );
+            }
+        }
+        assert!(without_list >= 2, "{without_list}");
+        let shop = ObjectKey::new("default", "shop");
+        assert_ne!(translate(&alone(&shop), &shop), translate(&snapshot, &shop));
+    }
+
     /// `shop` and `https-only` both route to `secure-api`, whose backend service they share:
     /// with different lists neither may decide its policy, and a Warning names the other one.
     #[test]

@@ -160,3 +160,33 @@ fn the_zone_override_pins_the_negs_and_refuses_other_zones() {
     );
     assert!(messages[1].contains("10.0.0.3 (Pod default/web-x) has no zone"));
 }
+
+/// A Node's zone: `topology.kubernetes.io/zone`, else the deprecated
+/// `failure-domain.beta.kubernetes.io/zone` (older GKE Nodes carry both); an empty label is no
+/// zone.
+#[test]
+fn a_nodes_zone_comes_from_the_zone_label_then_the_legacy_one() {
+    let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let current = labels(&[(endpoints::ZONE_LABEL, "us-central1-a")]);
+    assert_eq!(endpoints::node_zone(&current), Some("us-central1-a"));
+    let both = labels(&[
+        (endpoints::ZONE_LABEL, "us-central1-a"),
+        (endpoints::LEGACY_ZONE_LABEL, "us-central1-f"),
+    ]);
+    assert_eq!(endpoints::node_zone(&both), Some("us-central1-a"));
+    let legacy = labels(&[(endpoints::LEGACY_ZONE_LABEL, "us-central1-f")]);
+    assert_eq!(endpoints::node_zone(&legacy), Some("us-central1-f"));
+    assert_eq!(
+        endpoints::node_zone(&labels(&[(endpoints::ZONE_LABEL, "")])),
+        None
+    );
+    assert_eq!(
+        endpoints::node_zone(&labels(&[("kubernetes.io/os", "linux")])),
+        None
+    );
+}
