@@ -175,7 +175,7 @@ mutants_translate = -p gclb-translate -f 'crates/translate/src/translate/**' --c
   -- -E 'not test(/^translate::fuzz_tests::/)'
 mutants_readiness = -p gclb-operator -f 'src/readiness/**' --cargo-arg=--lib \
   -- -E 'test(/^readiness::/)'
-mutants_sync = -p gclb-operator -f 'src/sync/**' --cargo-arg=--lib -- -E 'test(/^sync::/)'
+mutants_sync = -p gclb-sync -f 'crates/sync/src/sync/**' --cargo-arg=--lib -- -E 'test(/^sync::/)'
 mutants_url_map = -p gce-emulator -f 'fakes/gce-emulator/src/dataplane/url_map/**' \
   --cargo-arg=--lib --cargo-arg=--test=dataplane_http \
   -- -E 'test(/^dataplane::url_map::/) | binary(dataplane_http)'

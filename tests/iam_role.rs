@@ -28,11 +28,18 @@ const TABLE: &str = "deploy/iam/method-permissions.yaml";
 /// The command that regenerates [`ROLE`].
 const REGENERATE: &str = "make iam-role";
 
+/// The sources of the operator's own crates besides `src/`: the Compute layer (gclb-sync, where
+/// the Compute seam [`SEAM`] is) and the translation layer (gclb-translate).
+const CRATES: [&str; 2] = ["crates/sync/src", "crates/translate/src"];
+/// The Compute seam: one function per Compute method.
+const SEAM: &str = "crates/sync/src/compute/";
+
 /// Where a method is called from: `file:line`.
 type Sites = BTreeMap<String, Vec<String>>;
 
 /// The operator's non-test Rust sources: `(path relative to the repository, text)`, with each
-/// file's `#[cfg(test)]` module cut off and `*tests.rs` files left out.
+/// file's `#[cfg(test)]` module cut off and `*tests.rs` and `test_support.rs` files left out. The operator is `src/`
+/// and the workspace crates it builds on ([`CRATES`]).
 fn sources() -> Result<Vec<(String, String)>> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         for e in std::fs::read_dir(dir)? {
@@ -48,11 +55,14 @@ fn sources() -> Result<Vec<(String, String)>> {
     let root = repo_root();
     let mut files = Vec::new();
     walk(&root.join("src"), &mut files)?;
+    for krate in CRATES {
+        walk(&root.join(krate), &mut files)?;
+    }
     files.sort();
     let mut out = Vec::new();
     for f in files {
         let rel = f.strip_prefix(&root)?.to_string_lossy().into_owned();
-        if rel.ends_with("tests.rs") {
+        if rel.ends_with("tests.rs") || rel.ends_with("test_support.rs") {
             continue;
         }
         let text = std::fs::read_to_string(&f)?;
@@ -80,7 +90,7 @@ fn method_literals(text: &str) -> Vec<(usize, String)> {
 
 /// The Compute methods the operator calls, each with where.
 ///
-/// The Compute seam (src/compute/) defines one function per method: hand-written ones name
+/// The Compute seam ([`SEAM`]) defines one function per method: hand-written ones name
 /// their method id as a literal (`self.read("compute.networkEndpointGroups.get", ..)`), and
 /// macro invocations name the API and the generated functions (`global_crud!(.., api:
 /// "urlMaps", .., get: get_url_map, insert: insert_url_map, ..)`, `global_verb!(update_url_map,
@@ -88,7 +98,7 @@ fn method_literals(text: &str) -> Vec<(usize, String)> {
 /// defined there counts when its function is named anywhere else in the operator's code (a
 /// call, or a macro argument such as `listed! { UrlMap: url_maps, list_url_maps, get_url_map; }`
 /// that calls it): a generated function nobody names is not granted, and where the scan cannot
-/// tell it grants. Method literals outside src/compute/ (the readiness controller's own
+/// tell it grants. Method literals outside the seam (the readiness controller's own
 /// client) count as called where they are.
 fn called_methods() -> Result<Sites> {
     let files = sources()?;
@@ -99,7 +109,7 @@ fn called_methods() -> Result<Sites> {
     let api_re = regex::Regex::new(r#"\bapi:\s*"([A-Za-z]+)(?:\.([A-Za-z]+))?""#).expect("regex");
     let key_re = regex::Regex::new(r"\b([a-zA-Z]+):\s*([a-z_][a-z0-9_]*)\b").expect("regex");
     for (path, text) in &files {
-        if !path.starts_with("src/compute/") {
+        if !path.starts_with(SEAM) {
             for (line, m) in method_literals(text) {
                 called.entry(m).or_default().push(format!("{path}:{line}"));
             }

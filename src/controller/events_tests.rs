@@ -12,7 +12,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::stores::stores_holding;
 use super::{Config, Context, ControllerMetrics};
-use crate::compute::tests::compute_for;
+use crate::compute::test_support::compute_for;
 use crate::translate::ClusterSnapshot;
 
 const EVENTS: &str = "^/apis/events.k8s.io/v1/namespaces/default/events";

@@ -10,7 +10,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::{list, other_lists_empty, G};
-use crate::compute::tests::{compute_for, done_op};
+use crate::compute::test_support::{compute_for, done_op};
 use crate::sync::gc::{delete_garbage, list_candidates, LiveSet};
 use crate::sync::{Changes, SyncError};
 use crate::translate::namer::{self, FrontendNamer, Scheme};

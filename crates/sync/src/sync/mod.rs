@@ -112,7 +112,9 @@ pub enum SyncError {
 }
 
 impl SyncError {
-    pub(crate) fn compute(kind: &'static str, name: &str, source: ComputeError) -> Self {
+    /// [`SyncError::Compute`]: the Compute call on resource `name` of collection `kind`
+    /// (`"BackendService"`, ...) failed with `source`.
+    pub fn compute(kind: &'static str, name: &str, source: ComputeError) -> Self {
         Self::Compute {
             kind,
             name: name.to_string(),
@@ -169,7 +171,9 @@ impl fmt::Display for Change {
 /// The mutations of one sync, in the order they happened.
 pub type Changes = Vec<Change>;
 
-pub(crate) fn record(changes: &mut Changes, kind: &'static str, name: &str, action: Action) {
+/// Appends to `changes` (and logs at info) that resource `name` of collection `kind`
+/// (`"UrlMap"`, ...) was changed by `action`.
+pub fn record(changes: &mut Changes, kind: &'static str, name: &str, action: Action) {
     tracing::info!(kind, name, ?action, "compute resource changed");
     changes.push(Change {
         kind,
@@ -360,8 +364,13 @@ where
     })
 }
 
-/// Deletes with `delete`; a 404 counts as done. Records a change only when something went.
-pub(crate) async fn remove<D, DF>(
+/// Deletes resource `name` of collection `kind` with `delete` (a Compute delete: `Ok(true)`
+/// when it deleted, `Ok(false)` when the resource was already gone, so a 404 counts as done).
+/// Records a change only when something went.
+///
+/// # Errors
+/// [`SyncError::Compute`] when the delete fails.
+pub async fn remove<D, DF>(
     kind: &'static str,
     name: &str,
     delete: D,
@@ -447,5 +456,7 @@ pub(crate) fn merge<T>(
     }
 }
 
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;

@@ -7,7 +7,7 @@ use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::forbid_mutations;
-use crate::compute::tests::{compute_for, done_op, not_found};
+use crate::compute::test_support::{compute_for, done_op, not_found};
 use crate::sync::{
     region_forwarding_rules, region_ssl_certificates, region_url_maps, regional, Changes,
 };

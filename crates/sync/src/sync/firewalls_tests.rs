@@ -7,7 +7,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::*;
-use crate::compute::tests::{compute_for, not_found};
+use crate::compute::test_support::{compute_for, not_found};
 
 const HOST_FW: &str = "/compute/v1/projects/host/global/firewalls";
 

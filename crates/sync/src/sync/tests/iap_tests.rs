@@ -8,7 +8,7 @@ use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::{desired_b1, list_b1, G};
-use crate::compute::tests::{compute_for, done_op};
+use crate::compute::test_support::{compute_for, done_op};
 use crate::sync::{backend_services, Changes};
 
 fn with_secret(secret: &str) -> model::BackendService {

@@ -10,11 +10,12 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::{count, forbid_mutations, list, other_lists_empty, G};
-use crate::compute::tests::{compute_for, done_op, not_found};
+use crate::compute::test_support::{compute_for, done_op, not_found};
 use crate::sync::ingress::{self, BackendLocks};
+use crate::sync::test_support::backend_named;
 use crate::sync::Changes;
 use crate::translate::namer::FrontendNamer;
-use crate::translate::{DesiredBackend, DesiredFrontend, DesiredNeg, NegEndpoint, ServicePortKey};
+use crate::translate::{DesiredBackend, DesiredFrontend};
 
 /// What the scripted API saw, in order.
 #[derive(Clone, Default)]
@@ -114,36 +115,6 @@ async fn insert_done_after(
 
 fn backend() -> DesiredBackend {
     backend_named("b1")
-}
-
-/// A backend of Service port `default/web:80` whose health check, NEG (in zone `z1`, one
-/// endpoint) and backend service are all called `name`.
-pub(crate) fn backend_named(name: &str) -> DesiredBackend {
-    let neg = DesiredNeg {
-        zone: "z1".into(),
-        neg: model::NetworkEndpointGroup::new().set_name(name),
-        endpoints: [NegEndpoint {
-            ip_address: "127.64.0.1".into(),
-            port: 8080,
-            instance: None,
-        }]
-        .into_iter()
-        .collect(),
-    };
-    DesiredBackend {
-        key: ServicePortKey {
-            namespace: "default".into(),
-            service: "web".into(),
-            port: 80,
-        },
-        health_check: model::HealthCheck::new().set_name(name),
-        backend_service: model::BackendService::new()
-            .set_name(name)
-            .set_health_checks([format!("projects/p1/global/healthChecks/{name}")]),
-        negs: vec![neg],
-        firewall_ports: Default::default(),
-        findings: Vec::new(),
-    }
 }
 
 /// A new backend: its health check and NEG are sent together (the NEG insert arrives while the

@@ -1,38 +1,12 @@
 //! HTTP-level tests of the Compute seam against a scripted server (wiremock).
 
-use std::time::Duration;
-
 use google_cloud_compute_v1::model;
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use super::test_support::{compute_for, done_op};
 use super::*;
-
-pub(crate) async fn compute_for(server: &MockServer) -> Compute {
-    let mut config = ComputeConfig::new("p1", Some(server.uri()));
-    config.operation_poll_interval = Duration::from_millis(1);
-    config.retry = RetrySettings {
-        min_delay: Duration::from_millis(1),
-        max_delay: Duration::from_millis(5),
-        max_retries: 3,
-        max_rate_limited_retries: 10,
-    };
-    Compute::new(config, ComputeMetrics::default())
-        .await
-        .expect("clients build")
-}
-
-pub(crate) fn done_op(name: &str) -> serde_json::Value {
-    json!({"kind": "compute#operation", "name": name, "status": "DONE", "operationType": "insert"})
-}
-
-/// A 404 answer with the Compute API's `NOT_FOUND` error body: the resource does not exist.
-pub(crate) fn not_found() -> ResponseTemplate {
-    ResponseTemplate::new(404).set_body_json(
-        json!({"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}}),
-    )
-}
 
 fn error_body(code: u16, status: &str, reason: &str) -> serde_json::Value {
     json!({"error": {"code": code, "message": format!("scripted {reason}"), "status": status,

@@ -9,7 +9,7 @@ use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::{list, other_lists_empty, G};
-use crate::compute::tests::{compute_for, done_op};
+use crate::compute::test_support::{compute_for, done_op};
 use crate::sync::{
     addresses, firewalls, network_endpoint_groups, security_policies, target_http_proxies,
     target_https_proxies, url_maps, Changes, SyncError,
@@ -230,7 +230,7 @@ async fn a_refused_security_policy_insert_fails_the_sync() {
     let policies = format!("{G}/securityPolicies");
     Mock::given(method("GET"))
         .and(path(format!("{policies}/sp1")))
-        .respond_with(crate::compute::tests::not_found())
+        .respond_with(crate::compute::test_support::not_found())
         .mount(&server)
         .await;
     once(

@@ -10,18 +10,18 @@ use serde_json::{json, Value};
 use wiremock::matchers::{body_partial_json, method, path, path_regex};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use super::test_support::{list, other_lists_empty, G};
 use super::*;
-use crate::compute::tests::{compute_for, done_op, not_found};
+use crate::compute::test_support::{compute_for, done_op, not_found};
 use crate::translate::{DesiredNeg, NegEndpoint};
 
 mod answers_tests;
 mod frontend_tests;
 mod gc_tests;
-pub(crate) mod graph_tests;
+mod graph_tests;
 mod iap_tests;
 mod regional_tests;
 
-pub(crate) const G: &str = "/compute/v1/projects/p1/global";
 const UM: &str = "/compute/v1/projects/p1/global/urlMaps";
 
 fn desired_url_map() -> model::UrlMap {
@@ -51,31 +51,6 @@ pub(super) async fn forbid_mutations(server: &MockServer) {
         .with_priority(1)
         .expect(0)
         .named("a mutating call")
-        .mount(server)
-        .await;
-}
-
-/// `GET {collection path}` answers `items`, exactly `times` times when given.
-pub(crate) async fn list(server: &MockServer, collection: &str, items: Value, times: Option<u64>) {
-    let mock = Mock::given(method("GET"))
-        .and(path(collection))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "items": items })))
-        .with_priority(2)
-        .named(format!("list {collection}"));
-    match times {
-        Some(n) => mock.expect(n).mount(server).await,
-        None => mock.mount(server).await,
-    }
-}
-
-/// Every other collection list answers empty (lowest priority).
-pub(crate) async fn other_lists_empty(server: &MockServer) {
-    Mock::given(method("GET"))
-        .and(path_regex(
-            r"^/compute/v1/projects/p1/(global|zones/[^/]+)/[A-Za-z]+$",
-        ))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": []})))
-        .with_priority(30)
         .mount(server)
         .await;
 }

@@ -444,5 +444,7 @@ impl Compute {
     }
 }
 
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;

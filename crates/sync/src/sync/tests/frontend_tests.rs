@@ -7,7 +7,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::graph_tests::{frontend, frontend_in_sync};
 use super::{forbid_mutations, other_lists_empty, G};
-use crate::compute::tests::{compute_for, done_op, not_found};
+use crate::compute::test_support::{compute_for, done_op, not_found};
 use crate::sync::ingress;
 use crate::sync::Changes;
 use crate::translate::namer::{FrontendNamer, Scheme};
