@@ -16,10 +16,10 @@ macro_rules! regional_crud {
      get: $get:ident, insert: $insert:ident, delete: $delete:ident, list: $list:ident) => {
         #[doc = concat!("`compute.", $api, ".get` in `region`: the resource, or `None` on 404.")]
         pub async fn $get(&self, region: &str, name: &str) -> Result<Option<model::$model>> {
+            let client = self.$client().await?;
             let found = self
                 .read(concat!("compute.", $api, ".get"), name, || {
-                    self.clients
-                        .$client
+                    client
                         .get()
                         .set_project(&self.project)
                         .set_region(region)
@@ -37,10 +37,10 @@ macro_rules! regional_crud {
 
         #[doc = concat!("`compute.", $api, ".insert` in `region`, waiting for the Operation.")]
         pub async fn $insert(&self, region: &str, body: &model::$model) -> Result<()> {
+            let client = self.$client().await?;
             let name = body.name.clone().unwrap_or_default();
             self.mutate(concat!("compute.", $api, ".insert"), &name, None, || {
-                self.clients
-                    .$client
+                client
                     .insert()
                     .set_project(&self.project)
                     .set_region(region)
@@ -54,10 +54,10 @@ macro_rules! regional_crud {
 
         #[doc = concat!("`compute.", $api, ".delete` in `region`; `Ok(false)` when it was already gone.")]
         pub async fn $delete(&self, region: &str, name: &str) -> Result<bool> {
+            let client = self.$client().await?;
             let done = self
                 .mutate(concat!("compute.", $api, ".delete"), name, None, || {
-                    self.clients
-                        .$client
+                    client
                         .delete()
                         .set_project(&self.project)
                         .set_region(region)
@@ -75,13 +75,13 @@ macro_rules! regional_crud {
 
         #[doc = concat!("`compute.", $api, ".list` in `region`, every page.")]
         pub async fn $list(&self, region: &str) -> Result<Vec<model::$model>> {
+            let client = self.$client().await?;
             let mut items = Vec::new();
             let mut token = String::new();
             loop {
                 let page = self
                     .read(concat!("compute.", $api, ".list"), region, || {
-                        self.clients
-                            .$client
+                        client
                             .list()
                             .set_project(&self.project)
                             .set_region(region)
@@ -106,9 +106,9 @@ macro_rules! regional_verb {
      setter: $setter:ident, body: $body:ty) => {
         #[doc = concat!("`compute.", $api, "` in `region`, waiting for the Operation.")]
         pub async fn $fn_name(&self, region: &str, name: &str, body: &$body) -> Result<()> {
+            let client = self.$client().await?;
             self.mutate(concat!("compute.", $api), name, None, || {
-                self.clients
-                    .$client
+                client
                     .$verb()
                     .set_project(&self.project)
                     .set_region(region)
@@ -190,10 +190,10 @@ impl Compute {
         name: &str,
         group: &str,
     ) -> Result<model::BackendServiceGroupHealth> {
+        let client = self.region_backend_services().await?;
         let body = model::ResourceGroupReference::new().set_group(group);
         self.read("compute.regionBackendServices.getHealth", name, || {
-            self.clients
-                .region_backend_services
+            client
                 .get_health()
                 .set_project(&self.project)
                 .set_region(region)
@@ -212,13 +212,13 @@ impl Compute {
         project: &str,
         region: &str,
     ) -> Result<Vec<model::Subnetwork>> {
+        let client = self.subnetworks().await?;
         let mut items = Vec::new();
         let mut token = String::new();
         loop {
             let page = self
                 .read("compute.subnetworks.list", region, || {
-                    self.clients
-                        .subnetworks
+                    client
                         .list()
                         .set_project(project)
                         .set_region(region)

@@ -26,10 +26,10 @@ macro_rules! global_crud {
      $(, project: $project:ident)?) => {
         #[doc = concat!("`compute.", $api, ".get`: the resource, or `None` on 404.")]
         pub async fn $get(&self, $($project: &str,)? name: &str) -> Result<Option<model::$model>> {
+            let client = self.$client().await?;
             let found = self
                 .read(concat!("compute.", $api, ".get"), name, || {
-                    self.clients
-                        .$client
+                    client
                         .get()
                         .set_project(project_of!(self $($project)?))
                         .$setter(name)
@@ -46,10 +46,10 @@ macro_rules! global_crud {
 
         #[doc = concat!("`compute.", $api, ".insert`, waiting for the Operation.")]
         pub async fn $insert(&self, $($project: &str,)? body: &model::$model) -> Result<()> {
+            let client = self.$client().await?;
             let name = body.name.clone().unwrap_or_default();
             self.mutate(concat!("compute.", $api, ".insert"), &name, None, || {
-                self.clients
-                    .$client
+                client
                     .insert()
                     .set_project(project_of!(self $($project)?))
                     .set_body(body.clone())
@@ -62,10 +62,10 @@ macro_rules! global_crud {
 
         #[doc = concat!("`compute.", $api, ".delete`; `Ok(false)` when it was already gone.")]
         pub async fn $delete(&self, $($project: &str,)? name: &str) -> Result<bool> {
+            let client = self.$client().await?;
             let done = self
                 .mutate(concat!("compute.", $api, ".delete"), name, None, || {
-                    self.clients
-                        .$client
+                    client
                         .delete()
                         .set_project(project_of!(self $($project)?))
                         .$setter(name)
@@ -82,13 +82,13 @@ macro_rules! global_crud {
 
         #[doc = concat!("`compute.", $api, ".list`, every page.")]
         pub async fn $list(&self $(, $project: &str)?) -> Result<Vec<model::$model>> {
+            let client = self.$client().await?;
             let mut items = Vec::new();
             let mut token = String::new();
             loop {
                 let page = self
                     .read(concat!("compute.", $api, ".list"), "", || {
-                        self.clients
-                            .$client
+                        client
                             .list()
                             .set_project(project_of!(self $($project)?))
                             .set_page_token(token.clone())
@@ -113,9 +113,9 @@ macro_rules! global_verb {
      setter: $setter:ident, body: $body:ty $(, project: $project:ident)?) => {
         #[doc = concat!("`compute.", $api, "`, waiting for the Operation.")]
         pub async fn $fn_name(&self, $($project: &str,)? name: &str, body: &$body) -> Result<()> {
+            let client = self.$client().await?;
             self.mutate(concat!("compute.", $api), name, None, || {
-                self.clients
-                    .$client
+                client
                     .$verb()
                     .set_project(project_of!(self $($project)?))
                     .$setter(name)
@@ -227,10 +227,10 @@ impl Compute {
         name: &str,
         group: &str,
     ) -> Result<model::BackendServiceGroupHealth> {
+        let client = self.backend_services().await?;
         let body = model::ResourceGroupReference::new().set_group(group);
         self.read("compute.backendServices.getHealth", name, || {
-            self.clients
-                .backend_services
+            client
                 .get_health()
                 .set_project(&self.project)
                 .set_backend_service(name)
@@ -247,10 +247,10 @@ impl Compute {
         zone: &str,
         name: &str,
     ) -> Result<Option<model::NetworkEndpointGroup>> {
+        let client = self.network_endpoint_groups().await?;
         let found = self
             .read("compute.networkEndpointGroups.get", name, || {
-                self.clients
-                    .network_endpoint_groups
+                client
                     .get()
                     .set_project(&self.project)
                     .set_zone(zone)
@@ -272,14 +272,14 @@ impl Compute {
         zone: &str,
         body: &model::NetworkEndpointGroup,
     ) -> Result<()> {
+        let client = self.network_endpoint_groups().await?;
         let name = body.name.clone().unwrap_or_default();
         self.mutate(
             "compute.networkEndpointGroups.insert",
             &name,
             Some(zone),
             || {
-                self.clients
-                    .network_endpoint_groups
+                client
                     .insert()
                     .set_project(&self.project)
                     .set_zone(zone)
@@ -294,14 +294,14 @@ impl Compute {
 
     /// `compute.networkEndpointGroups.delete`; `Ok(false)` when it was already gone.
     pub async fn delete_network_endpoint_group(&self, zone: &str, name: &str) -> Result<bool> {
+        let client = self.network_endpoint_groups().await?;
         let done = self
             .mutate(
                 "compute.networkEndpointGroups.delete",
                 name,
                 Some(zone),
                 || {
-                    self.clients
-                        .network_endpoint_groups
+                    client
                         .delete()
                         .set_project(&self.project)
                         .set_zone(zone)
@@ -323,13 +323,13 @@ impl Compute {
         &self,
         zone: &str,
     ) -> Result<Vec<model::NetworkEndpointGroup>> {
+        let client = self.network_endpoint_groups().await?;
         let mut items = Vec::new();
         let mut token = String::new();
         loop {
             let page = self
                 .read("compute.networkEndpointGroups.list", zone, || {
-                    self.clients
-                        .network_endpoint_groups
+                    client
                         .list()
                         .set_project(&self.project)
                         .set_zone(zone)
@@ -351,13 +351,13 @@ impl Compute {
     pub async fn aggregated_list_network_endpoint_groups(
         &self,
     ) -> Result<Vec<(String, model::NetworkEndpointGroup)>> {
+        let client = self.network_endpoint_groups().await?;
         let mut items = Vec::new();
         let mut token = String::new();
         loop {
             let page = self
                 .read("compute.networkEndpointGroups.aggregatedList", "", || {
-                    self.clients
-                        .network_endpoint_groups
+                    client
                         .aggregated_list()
                         .set_project(&self.project)
                         .set_page_token(token.clone())
@@ -391,6 +391,7 @@ impl Compute {
         zone: &str,
         name: &str,
     ) -> Result<Vec<model::NetworkEndpointWithHealthStatus>> {
+        let client = self.network_endpoint_groups().await?;
         let mut items = Vec::new();
         let mut token = String::new();
         loop {
@@ -399,8 +400,7 @@ impl Compute {
                     "compute.networkEndpointGroups.listNetworkEndpoints",
                     name,
                     || {
-                        self.clients
-                            .network_endpoint_groups
+                        client
                             .list_network_endpoints()
                             .set_project(&self.project)
                             .set_zone(zone)
@@ -433,6 +433,7 @@ impl Compute {
         name: &str,
         endpoints: Vec<model::NetworkEndpoint>,
     ) -> Result<()> {
+        let client = self.network_endpoint_groups().await?;
         let body = model::NetworkEndpointGroupsAttachEndpointsRequest::new()
             .set_network_endpoints(endpoints);
         self.mutate(
@@ -440,8 +441,7 @@ impl Compute {
             name,
             Some(zone),
             || {
-                self.clients
-                    .network_endpoint_groups
+                client
                     .attach_network_endpoints()
                     .set_project(&self.project)
                     .set_zone(zone)
@@ -462,6 +462,7 @@ impl Compute {
         name: &str,
         endpoints: Vec<model::NetworkEndpoint>,
     ) -> Result<()> {
+        let client = self.network_endpoint_groups().await?;
         let body = model::NetworkEndpointGroupsDetachEndpointsRequest::new()
             .set_network_endpoints(endpoints);
         self.mutate(
@@ -469,8 +470,7 @@ impl Compute {
             name,
             Some(zone),
             || {
-                self.clients
-                    .network_endpoint_groups
+                client
                     .detach_network_endpoints()
                     .set_project(&self.project)
                     .set_zone(zone)

@@ -393,3 +393,22 @@ async fn every_request_carries_the_operator_user_agent() {
     }
     assert!(crate::USER_AGENT.starts_with("gclb-operator/0."));
 }
+
+/// A client is built on its collection's first call, and only then: `Compute::new` builds
+/// none, and a URL map read builds the URL map client alone.
+#[tokio::test]
+async fn clients_are_built_on_first_use_only() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/compute/v1/projects/p1/global/urlMaps/um"))
+        .respond_with(super::test_support::not_found())
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    assert!(!compute.clients.url_maps.initialized());
+    assert!(!compute.clients.backend_services.initialized());
+    assert_eq!(compute.get_url_map("um").await.unwrap(), None);
+    assert!(compute.clients.url_maps.initialized());
+    assert!(!compute.clients.backend_services.initialized());
+}
