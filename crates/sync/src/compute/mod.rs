@@ -111,7 +111,10 @@ macro_rules! clients {
                 async fn $field(&self) -> Result<&gc::$ty> {
                     self.clients
                         .$field
-                        .get_or_try_init(|| async {
+                        // Boxed: the builder's future type (reqwest, h2) would otherwise be
+                        // part of every call's future, past the compiler's recursion limit.
+                        .get_or_try_init(|| -> futures::future::BoxFuture<'_, Result<gc::$ty>> {
+                            Box::pin(async {
                             let mut builder = gc::$ty::builder()
                                 .with_credentials(self.credentials.clone())
                                 .with_retry_policy(NeverRetry);
@@ -121,6 +124,7 @@ macro_rules! clients {
                             builder.build().await.map_err(|e| ComputeError::ClientBuild {
                                 service: stringify!($ty),
                                 message: e.to_string(),
+                            })
                             })
                         })
                         .await
