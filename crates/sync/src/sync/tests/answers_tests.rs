@@ -8,11 +8,11 @@ use serde_json::json;
 use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use super::{list, other_lists_empty, G};
+use super::{count, list, other_lists_empty, G};
 use crate::compute::test_support::{compute_for, done_op};
 use crate::sync::{
-    addresses, firewalls, network_endpoint_groups, security_policies, target_http_proxies,
-    target_https_proxies, url_maps, Changes, SyncError,
+    addresses, firewalls, network_endpoint_groups, region_url_maps, security_policies,
+    target_http_proxies, target_https_proxies, url_maps, Changes, SyncError,
 };
 use crate::translate::DesiredNeg;
 
@@ -284,5 +284,170 @@ async fn a_firewall_delete_is_forgiven_only_when_forbidden() {
             assert_eq!(result.is_ok(), forgiven, "{code}: {result:?}");
             assert!(changes.is_empty(), "{changes:?}");
         }
+    }
+}
+
+/// A URL map write the API refuses for the request itself (400 `invalid`: neither a race nor a
+/// stale fingerprint nor a resource gone) fails the sync at once with that Compute error: the
+/// insert or update is sent once, nothing is read back and nothing else is written. Only 409
+/// (`alreadyExists`), 412 (`conditionNotMet`, a stale fingerprint) and 404 on update are
+/// answers a refetch can fix (Compute API reference, `urlMaps.insert` / `urlMaps.update`:
+/// the update carries the fingerprint the last get returned; `sync::ensure_observed`).
+#[tokio::test]
+async fn a_url_map_write_refused_as_invalid_fails_once_without_refetch_or_other_write() {
+    let maps = format!("{G}/urlMaps");
+    let observed = json!([{"name": "um1", "fingerprint": "YWJj",
+        "defaultService": "projects/p1/global/backendServices/old"}]);
+    for (listed, verb) in [(json!([]), "POST"), (observed, "PUT")] {
+        let server = MockServer::start().await;
+        list(&server, &maps, listed, Some(1)).await;
+        Mock::given(method(verb))
+            .respond_with(answer(
+                400,
+                "INVALID_ARGUMENT",
+                "Invalid value for field 'resource'",
+            ))
+            .mount(&server)
+            .await;
+        let compute = compute_for(&server).await;
+        let mut changes = Changes::new();
+        let err = url_maps::ensure(&compute, &super::desired_url_map(), &mut changes)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, SyncError::Compute { name, .. } if name == "um1"),
+            "{verb}: {err:?}"
+        );
+        let calls = (
+            count(&server, "POST", "/urlMaps$").await,
+            count(&server, "PUT", "/urlMaps/um1$").await,
+            count(&server, "GET", "/urlMaps/um1$").await,
+        );
+        let expected = if verb == "POST" { (1, 0, 0) } else { (0, 1, 0) };
+        assert_eq!(calls, expected, "{verb}: (inserts, updates, gets)");
+        assert!(changes.is_empty(), "{changes:?}");
+    }
+}
+
+/// A regional URL map (read with a get each sync, `sync::ensure`) whose update is answered 412
+/// (`conditionNotMet`: someone wrote it since the get, so the fingerprint is stale) is read
+/// again and updated with the new fingerprint (Compute API reference, `regionUrlMaps.update`:
+/// the fingerprint "must be provided ... otherwise the request will fail with error 412
+/// conditionNotMet"; get the resource for the latest one).
+#[tokio::test]
+async fn a_regional_url_map_update_answered_412_is_retried_with_the_refetched_fingerprint() {
+    let server = MockServer::start().await;
+    let map = "/compute/v1/projects/p1/regions/r1/urlMaps/um1";
+    for (fingerprint, priority) in [("YWJj", 1), ("bmV3", 2)] {
+        Mock::given(method("GET"))
+            .and(path(map))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "name": "um1", "fingerprint": fingerprint,
+                "defaultService": "projects/p1/regions/r1/backendServices/old"
+            })))
+            .up_to_n_times(1)
+            .with_priority(priority)
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("PUT"))
+        .and(path(map))
+        .and(body_partial_json(json!({"fingerprint": "YWJj"})))
+        .respond_with(answer(412, "FAILED_PRECONDITION", "fingerprint mismatch"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path(map))
+        .and(body_partial_json(json!({"fingerprint": "bmV3",
+            "defaultService": "projects/p1/regions/r1/backendServices/b1"})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-r")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let desired = model::UrlMap::new()
+        .set_name("um1")
+        .set_default_service("projects/p1/regions/r1/backendServices/b1");
+    let mut changes = Changes::new();
+    region_url_maps::ensure(&compute, "r1", &desired, &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(events(&changes), ["UrlMap \"um1\" updated"]);
+}
+
+/// Promoting the rules' IP (`globalAddresses.insert` with `address` set, the Compute API
+/// reference's way to keep an ephemeral IP) answered 409 means another worker reserved the
+/// address first: its IP is read back and used, nothing else is inserted and no creation is
+/// reported.
+#[tokio::test]
+async fn a_promotion_that_loses_the_insert_race_uses_the_winners_ip() {
+    let server = MockServer::start().await;
+    let addresses_path = format!("{G}/addresses");
+    Mock::given(method("POST"))
+        .and(path(addresses_path.as_str()))
+        .and(body_partial_json(
+            json!({"name": "fr1", "address": "127.130.0.5"}),
+        ))
+        .respond_with(answer(
+            409,
+            "ALREADY_EXISTS",
+            "The resource 'fr1' already exists",
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{addresses_path}/fr1")))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"name": "fr1", "address": "127.130.0.5"})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let mut changes = Changes::new();
+    let ip = addresses::ensure_managed(&compute, "fr1", Some("127.130.0.5"), &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(ip, "127.130.0.5");
+    assert_eq!(count(&server, "POST", "/addresses$").await, 1);
+    assert!(changes.is_empty(), "the winner created it: {changes:?}");
+}
+
+/// A managed address insert refused for lack of permission (403 `forbidden`, neither a race
+/// nor an IP held by another address) fails with that Compute error, whether it promoted the
+/// rules' IP or reserved a fresh one: nothing is read back, no fresh address is tried after a
+/// refused promotion, and no creation is reported.
+#[tokio::test]
+async fn a_forbidden_address_insert_fails_without_reading_back_or_reserving_another() {
+    for current_ip in [Some("127.130.0.5"), None] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(format!("{G}/addresses")))
+            .respond_with(answer(
+                403,
+                "PERMISSION_DENIED",
+                "Required 'compute.globalAddresses.create' permission for 'projects/p1'",
+            ))
+            .mount(&server)
+            .await;
+        let compute = compute_for(&server).await;
+        let mut changes = Changes::new();
+        let err = addresses::ensure_managed(&compute, "fr1", current_ip, &mut changes)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, SyncError::Compute { name, .. } if name == "fr1"),
+            "{current_ip:?}: {err:?}"
+        );
+        let calls = (
+            count(&server, "POST", "/addresses$").await,
+            count(&server, "GET", "/addresses/fr1$").await,
+        );
+        assert_eq!(calls, (1, 0), "{current_ip:?}: (inserts, gets)");
+        assert!(changes.is_empty(), "{changes:?}");
     }
 }
