@@ -8,11 +8,11 @@ use serde_json::json;
 use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use super::{count, list, other_lists_empty, G};
+use super::{count, desired_b1, list, list_b1, other_lists_empty, G};
 use crate::compute::test_support::{compute_for, done_op};
 use crate::sync::{
-    addresses, firewalls, network_endpoint_groups, region_url_maps, security_policies,
-    target_http_proxies, target_https_proxies, url_maps, Changes, SyncError,
+    addresses, backend_services, firewalls, network_endpoint_groups, region_url_maps,
+    security_policies, target_http_proxies, target_https_proxies, url_maps, Changes, SyncError,
 };
 use crate::translate::DesiredNeg;
 
@@ -449,5 +449,48 @@ async fn a_forbidden_address_insert_fails_without_reading_back_or_reserving_anot
         );
         assert_eq!(calls, (1, 0), "{current_ip:?}: (inserts, gets)");
         assert!(changes.is_empty(), "{changes:?}");
+    }
+}
+
+/// An update carries the fingerprint it read; the operator's own write, which the cache holds
+/// without one (the API changes it on every write), is read again before the next update,
+/// which would otherwise be refused with 412 (Compute API `backendServices.update`: the
+/// fingerprint "must be provided in order to update the BackendService"). The URL map's twin is
+/// `update_sends_fingerprint_refetches_after_412_and_before_updating_its_own_write`.
+#[tokio::test]
+async fn a_backend_service_update_after_its_own_write_reads_the_new_fingerprint_first() {
+    let server = MockServer::start().await;
+    list_b1(&server, json!({})).await;
+    other_lists_empty(&server).await;
+    let b1 = format!("{G}/backendServices/b1");
+    Mock::given(method("GET"))
+        .and(path(&b1))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"name": "b1",
+            "fingerprint": "bmV3", "protocol": "HTTP", "portName": "http", "timeoutSec": 40})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    for (fingerprint, op) in [("YWJj", "op-1"), ("bmV3", "op-2")] {
+        Mock::given(method("PUT"))
+            .and(path(&b1))
+            .and(body_partial_json(json!({ "fingerprint": fingerprint })))
+            .respond_with(ResponseTemplate::new(200).set_body_json(done_op(op)))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    let compute = compute_for(&server).await;
+    for timeout in [40, 50] {
+        let mut changes = Changes::new();
+        backend_services::ensure(
+            &compute,
+            &desired_b1().set_timeout_sec(timeout),
+            &mut changes,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("timeoutSec {timeout}: {e}"));
+        assert_eq!(changes.len(), 1, "timeoutSec {timeout}: {changes:?}");
     }
 }
