@@ -68,6 +68,7 @@ use tracing::info;
 use crate::compute::Compute;
 use crate::crd::{BackendConfig, FrontendConfig, ManagedCertificate, TLSCertificateDelegation};
 use crate::sync::SyncError;
+use crate::translate::pod::PodRecord;
 use crate::translate::{secret_refs, Mode, TranslateConfig};
 
 pub use context::Context;
@@ -203,8 +204,10 @@ pub async fn run(
     on_ready: impl FnOnce(Stores) + Send + 'static,
 ) {
     let (ingress_index, ingress_stream) = Stores::ingress_stream(&client);
-    let (pod_index, pod_stream) = Stores::pod_stream(&client);
     let all = watcher::Config::default;
+    // Pods are stored as compact records: one watch keeps them and triggers the Ingresses
+    // whose Services select a changed Pod.
+    let (pod_index, pod_stream) = Stores::trigger_stream(&client, all(), PodRecord::prune);
     let (service_index, service_stream) =
         Stores::trigger_stream::<Service>(&client, all(), prune::metadata);
     let (slice_index, slice_stream) =
@@ -327,7 +330,7 @@ pub async fn run(
                 None => Vec::new(),
             }
         })
-        .watches_stream(pod_stream, move |pod: crate::translate::pod::PodRecord| {
+        .watches_stream(pod_stream, move |pod: PodRecord| {
             let services = pod_stores.services.state();
             let names = mapping::services_selecting(services.iter().map(|s| &**s), &pod);
             let ns = pod.namespace().unwrap_or_default();

@@ -128,8 +128,8 @@ pub fn secrets_watch() -> watcher::Config {
 
 /// A store, its [`NamespaceIndex`] and the reflector of the `K`s in the cluster that `config`
 /// selects, which keeps both, each object `prune`d before it is stored: the controller's
-/// trigger streams ([`Stores::ingress_stream`], [`Stores::pod_stream`],
-/// [`Stores::trigger_stream`]) are made from its watch events. The store is fed only as the
+/// trigger streams ([`Stores::ingress_stream`], [`Stores::trigger_stream`]) are made from its
+/// watch events. The store is fed only as the
 /// stream is polled (nothing is spawned).
 fn trigger_reflector<K>(
     client: &Client,
@@ -232,7 +232,7 @@ where
 pub struct Triggered {
     /// Ingresses ([`Stores::ingress_stream`]).
     pub ingresses: NamespaceIndex<Ingress>,
-    /// Pods ([`Stores::pod_stream`]).
+    /// Pods, as compact [`PodRecord`]s ([`PodRecord::prune`]).
     pub pods: NamespaceIndex<PodRecord>,
     /// Services.
     pub services: NamespaceIndex<Service>,
@@ -299,22 +299,6 @@ impl Stores {
             prune::metadata::<Ingress>,
         );
         (reader, events.applied_objects())
-    }
-
-    /// The Pod store's reflector, as the controller's Pod trigger stream: one watch of the
-    /// cluster's Pods both keeps the store (compact [`PodRecord`]s, [`PodRecord::prune`]d) and
-    /// triggers the Ingresses whose Services select a changed Pod (applied or deleted), where a
-    /// second watch (`Controller::watches`) deserialised every Pod a second time. The store is
-    /// fed as the controller polls the stream.
-    pub fn pod_stream(
-        client: &Client,
-    ) -> (
-        NamespaceIndex<PodRecord>,
-        impl futures::Stream<Item = Result<PodRecord, watcher::Error>> + Send + 'static,
-    ) {
-        let (reader, events) =
-            trigger_reflector(client, watcher::Config::default(), PodRecord::prune);
-        (reader, events.touched_objects())
     }
 
     /// A store's reflector as a controller trigger stream of the objects it applied or deleted:
