@@ -122,26 +122,52 @@ fn default_network(key: &str) -> ResourceKey {
 
 /// Whether the firewall currently admits health-check probes and proxied connections to one
 /// endpoint; written by the data plane on every snapshot, read on every probe and request.
-///
-/// Each flag has its own refusal reason, written before the flag is lowered (Release/Acquire):
-/// a reader that finds a flag down always finds the reason for it, never an empty or stale
-/// "allowed" text (a request racing a new snapshot once reported an empty reason).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Admission {
-    probes: AtomicBool,
-    traffic: AtomicBool,
-    probe_refusal: Mutex<Arc<str>>,
-    traffic_refusal: Mutex<Arc<str>>,
+    probes: Gate,
+    traffic: Gate,
 }
 
-impl Default for Admission {
-    fn default() -> Admission {
-        Admission {
-            probes: AtomicBool::new(true),
-            traffic: AtomicBool::new(true),
-            probe_refusal: Mutex::new(Arc::from("")),
-            traffic_refusal: Mutex::new(Arc::from("")),
+/// One verdict: whether it passes, and why it is refused. The reason is written before the
+/// flag is lowered (Release/Acquire), so a reader that finds the flag down always finds its
+/// reason, never an empty one (a request racing a new snapshot once reported an empty reason).
+#[derive(Debug)]
+struct Gate {
+    open: AtomicBool,
+    refusal: Mutex<Arc<str>>,
+}
+
+impl Default for Gate {
+    fn default() -> Gate {
+        Gate {
+            open: AtomicBool::new(true),
+            refusal: Mutex::new(Arc::from("")),
         }
+    }
+}
+
+impl Gate {
+    fn set(&self, open: bool, why: impl FnOnce() -> String) {
+        if !open {
+            let why = why();
+            if let Ok(mut r) = self.refusal.lock() {
+                if **r != *why {
+                    *r = Arc::from(why);
+                }
+            }
+        }
+        self.open.store(open, Ordering::Release);
+    }
+
+    fn is_open(&self) -> bool {
+        self.open.load(Ordering::Acquire)
+    }
+
+    fn refusal(&self) -> Arc<str> {
+        self.refusal
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_else(|_| Arc::from(""))
     }
 }
 
@@ -149,60 +175,41 @@ impl Admission {
     /// Records the verdicts for probes and proxied connections; `network` names the network
     /// in the reasons refusals report.
     pub fn set(&self, network: &str, probes: &Verdict, traffic: &Verdict) {
-        if !traffic.allowed() {
-            let why =
-                format!("firewall of network {network}: connection from {PROXY_SOURCE} {traffic}");
-            replace(&self.traffic_refusal, why);
-        }
-        if !probes.allowed() {
-            let why = format!("firewall of network {network}: probe from {PROBE_SOURCE} {probes}");
-            replace(&self.probe_refusal, why);
-        }
-        self.traffic.store(traffic.allowed(), Ordering::Release);
-        self.probes.store(probes.allowed(), Ordering::Release);
+        self.traffic.set(traffic.allowed(), || {
+            format!("firewall of network {network}: connection from {PROXY_SOURCE} {traffic}")
+        });
+        self.probes.set(probes.allowed(), || {
+            format!("firewall of network {network}: probe from {PROBE_SOURCE} {probes}")
+        });
     }
 
     /// Admits everything (enforcement off).
     pub fn open(&self) {
-        self.probes.store(true, Ordering::Release);
-        self.traffic.store(true, Ordering::Release);
+        self.probes.set(true, String::new);
+        self.traffic.set(true, String::new);
     }
 
     /// Whether health-check probes pass.
     pub fn probes(&self) -> bool {
-        self.probes.load(Ordering::Acquire)
+        self.probes.is_open()
     }
 
     /// Whether proxied connections pass.
     pub fn traffic(&self) -> bool {
-        self.traffic.load(Ordering::Acquire)
+        self.traffic.is_open()
     }
 
     /// Why probes are refused (for the health state's reason), once [`Admission::probes`] has
     /// returned `false`.
     pub fn probe_refusal(&self) -> Arc<str> {
-        read(&self.probe_refusal)
+        self.probes.refusal()
     }
 
     /// Why proxied connections are refused (for 502 bodies and the access log), once
     /// [`Admission::traffic`] has returned `false`.
     pub fn traffic_refusal(&self) -> Arc<str> {
-        read(&self.traffic_refusal)
+        self.traffic.refusal()
     }
-}
-
-fn replace(slot: &Mutex<Arc<str>>, why: String) {
-    if let Ok(mut r) = slot.lock() {
-        if **r != *why {
-            *r = Arc::from(why);
-        }
-    }
-}
-
-fn read(slot: &Mutex<Arc<str>>) -> Arc<str> {
-    slot.lock()
-        .map(|r| r.clone())
-        .unwrap_or_else(|_| Arc::from(""))
 }
 
 #[cfg(test)]
