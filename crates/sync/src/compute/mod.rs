@@ -115,16 +115,16 @@ macro_rules! clients {
                         // part of every call's future, past the compiler's recursion limit.
                         .get_or_try_init(|| -> futures::future::BoxFuture<'_, Result<gc::$ty>> {
                             Box::pin(async {
-                            let mut builder = gc::$ty::builder()
-                                .with_credentials(self.credentials.clone())
-                                .with_retry_policy(NeverRetry);
-                            if let Some(endpoint) = &self.endpoint {
-                                builder = builder.with_endpoint(endpoint.trim_end_matches('/'));
-                            }
-                            builder.build().await.map_err(|e| ComputeError::ClientBuild {
-                                service: stringify!($ty),
-                                message: e.to_string(),
-                            })
+                                let mut builder = gc::$ty::builder()
+                                    .with_credentials(self.credentials.clone())
+                                    .with_retry_policy(NeverRetry);
+                                if let Some(endpoint) = &self.endpoint {
+                                    builder = builder.with_endpoint(endpoint.trim_end_matches('/'));
+                                }
+                                builder.build().await.map_err(|e| ComputeError::ClientBuild {
+                                    service: stringify!($ty),
+                                    message: e.to_string(),
+                                })
                             })
                         })
                         .await
@@ -183,8 +183,8 @@ impl Compute {
     /// built on its first call. With `config.endpoint` set the clients send no credentials
     /// (the emulator needs none); without it they use Application Default Credentials.
     ///
-    /// Errors: [`ComputeError::ClientBuild`] when credentials cannot be found or a client fails
-    /// to build.
+    /// Errors: [`ComputeError::ClientBuild`] when credentials cannot be found. A client that
+    /// fails to build fails its first call with the same error (and is tried again on the next).
     pub async fn new(config: ComputeConfig, metrics: ComputeMetrics) -> Result<Self> {
         let creds = if config.endpoint.is_some() {
             google_cloud_auth::credentials::anonymous::Builder::new().build()
