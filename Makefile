@@ -173,8 +173,7 @@ MUTANTS_ENV = CARGO_TARGET_DIR=$(abspath $(MUTANTS_OUT))/target CARGO_PROFILE_DE
   $(if $(shell command -v mold),RUSTFLAGS='-C link-arg=-fuse-ld=mold')
 mutants_translate = -p gclb-translate -f 'crates/translate/src/translate/**' --cargo-arg=--lib \
   -- -E 'not test(/^translate::fuzz_tests::/)'
-mutants_readiness = -p gclb-operator -f 'src/readiness/**' --cargo-arg=--lib \
-  -- -E 'test(/^readiness::/)'
+mutants_readiness = -p gclb-readiness -f 'crates/readiness/src/readiness/**' --cargo-arg=--lib
 mutants_sync = -p gclb-sync -f 'crates/sync/src/sync/**' --cargo-arg=--lib -- -E 'test(/^sync::/)'
 mutants_url_map = -p gce-emulator -f 'fakes/gce-emulator/src/dataplane/url_map/**' \
   --cargo-arg=--lib --cargo-arg=--test=dataplane_http \

@@ -7,7 +7,6 @@
 pub mod controller;
 pub mod gateway;
 pub mod managed_certificates;
-pub mod readiness;
 pub mod webhook;
 
 /// The pure translation layer (the `gclb-translate` crate, crates/translate), re-exported so
@@ -18,3 +17,7 @@ pub use gclb_translate::{crd, translate};
 /// and `crate::sync::..` keep their paths. `USER_AGENT` (`gclb-operator/<version>`, the
 /// workspace's version) is defined there, beside the Compute clients that send it.
 pub use gclb_sync::{compute, sync, USER_AGENT};
+
+/// Pod readiness gates (the `gclb-readiness` crate, crates/readiness), re-exported so
+/// `crate::readiness::..` keeps its path.
+pub use gclb_readiness::readiness;

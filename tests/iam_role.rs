@@ -29,8 +29,13 @@ const TABLE: &str = "deploy/iam/method-permissions.yaml";
 const REGENERATE: &str = "make iam-role";
 
 /// The sources of the operator's own crates besides `src/`: the Compute layer (gclb-sync, where
-/// the Compute seam [`SEAM`] is) and the translation layer (gclb-translate).
-const CRATES: [&str; 2] = ["crates/sync/src", "crates/translate/src"];
+/// the Compute seam [`SEAM`] is), the readiness gates (gclb-readiness, which reads NEG health)
+/// and the translation layer (gclb-translate).
+const CRATES: [&str; 3] = [
+    "crates/readiness/src",
+    "crates/sync/src",
+    "crates/translate/src",
+];
 /// The Compute seam: one function per Compute method.
 const SEAM: &str = "crates/sync/src/compute/";
 
