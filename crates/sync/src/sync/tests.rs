@@ -419,6 +419,70 @@ async fn forwarding_rule_target_change_uses_set_target_and_keeps_ip() {
     assert!(changes.is_empty(), "{changes:?}");
 }
 
+/// A rule on another port is deleted and inserted again (a port range cannot be changed in
+/// place, inventory §4); `80` and `80-80` are the same range and change nothing.
+#[tokio::test]
+async fn a_forwarding_rule_on_another_port_is_recreated() {
+    let server = MockServer::start().await;
+    list(
+        &server,
+        &format!("{G}/forwardingRules"),
+        json!([{
+            "name": "fr1", "IPAddress": "127.130.0.5", "portRange": "443-443",
+            "target": "https://x/compute/v1/projects/p1/global/targetHttpProxies/tp1"
+        }]),
+        Some(1),
+    )
+    .await;
+    Mock::given(method("DELETE"))
+        .and(path(format!("{G}/forwardingRules/fr1")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-d")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{G}/forwardingRules")))
+        .and(body_partial_json(json!({"name": "fr1", "portRange": "80"})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-i")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let desired = model::ForwardingRule::new()
+        .set_name("fr1")
+        .set_ip_address("127.130.0.5")
+        .set_port_range("80")
+        .set_target("projects/p1/global/targetHttpProxies/tp1");
+    let mut changes = Changes::new();
+    let ip = forwarding_rules::ensure(&compute, &desired, &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(ip.as_deref(), Some("127.130.0.5"));
+    let said: Vec<String> = changes.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        said,
+        [
+            "ForwardingRule \"fr1\" deleted",
+            "ForwardingRule \"fr1\" created"
+        ]
+    );
+    for (a, b, same) in [
+        ("80", "80-80", true),
+        ("80-80", "80-80", true),
+        ("80", "443", false),
+        ("80-443", "80-443", true),
+        ("80-443", "80", false),
+    ] {
+        assert_eq!(
+            forwarding_rules::port_range(Some(a)) == forwarding_rules::port_range(Some(b)),
+            same,
+            "{a} vs {b}"
+        );
+    }
+    assert_eq!(forwarding_rules::port_range(Some("8080-8080")), "8080");
+    assert_eq!(forwarding_rules::port_range(None), "");
+}
+
 /// The backend service comes from the list; only `getHealth` is asked, per group.
 #[tokio::test]
 async fn backends_annotation_state_prefers_healthy_across_groups() {
