@@ -110,3 +110,7 @@ pub async fn delete(compute: &Compute, name: &str, changes: &mut Changes) -> Res
     )
     .await
 }
+
+#[cfg(test)]
+#[path = "forwarding_rules_tests.rs"]
+mod tests;
