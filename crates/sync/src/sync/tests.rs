@@ -483,6 +483,61 @@ async fn a_forwarding_rule_on_another_port_is_recreated() {
     assert_eq!(forwarding_rules::port_range(None), "");
 }
 
+/// An insert that loses a race (409: another writer made the rule between the list and the
+/// insert) reads the rule back and takes its IP; any other insert error is the sync's error.
+#[tokio::test]
+async fn a_forwarding_rule_insert_that_loses_a_race_reads_the_winner_and_other_errors_fail() {
+    let server = MockServer::start().await;
+    list(&server, &format!("{G}/forwardingRules"), json!([]), Some(1)).await;
+    Mock::given(method("POST"))
+        .and(path(format!("{G}/forwardingRules")))
+        .and(body_partial_json(json!({"name": "fr1"})))
+        .respond_with(ResponseTemplate::new(409).set_body_json(json!({"error": {
+            "code": 409, "status": "ALREADY_EXISTS",
+            "message": "The resource 'projects/p1/global/forwardingRules/fr1' already exists"}})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{G}/forwardingRules/fr1")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "name": "fr1", "IPAddress": "127.130.0.7", "portRange": "80-80",
+            "target": "https://x/compute/v1/projects/p1/global/targetHttpProxies/tp1"})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{G}/forwardingRules")))
+        .and(body_partial_json(json!({"name": "fr2"})))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({"error": {
+            "code": 400, "status": "INVALID_ARGUMENT",
+            "message": "Invalid value for field 'resource.portRange': '0'"}})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let on = |name: &str| {
+        model::ForwardingRule::new()
+            .set_name(name)
+            .set_port_range("80")
+            .set_target("projects/p1/global/targetHttpProxies/tp1")
+    };
+    let mut changes = Changes::new();
+    let ip = forwarding_rules::ensure(&compute, &on("fr1"), &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(ip.as_deref(), Some("127.130.0.7"), "the winner's IP");
+    assert!(changes.is_empty(), "this sync created nothing: {changes:?}");
+    let err = forwarding_rules::ensure(&compute, &on("fr2"), &mut changes)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("Invalid value for field 'resource.portRange'"),
+        "the API's error, not a conflict: {err}"
+    );
+}
+
 /// The backend service comes from the list; only `getHealth` is asked, per group.
 #[tokio::test]
 async fn backends_annotation_state_prefers_healthy_across_groups() {
