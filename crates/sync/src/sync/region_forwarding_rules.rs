@@ -12,6 +12,26 @@ use crate::compute::Compute;
 /// Event kind.
 pub const KIND: &str = super::forwarding_rules::KIND;
 
+/// Whether `observed` can stay (its target aside): each of the network, the subnetwork and the
+/// IP address `desired` names is the same (a field it leaves unset is the API's choice), and the
+/// port range and the scheme are. Anything else replaces the rule.
+fn keeps(project: &str, desired: &model::ForwardingRule, observed: &model::ForwardingRule) -> bool {
+    let norm = |v: Option<&str>| normalize(project, v.unwrap_or_default());
+    let same = |a: Option<&str>, b: Option<&str>| a.is_none() || norm(a) == norm(b);
+    same(desired.network.as_deref(), observed.network.as_deref())
+        && same(
+            desired.subnetwork.as_deref(),
+            observed.subnetwork.as_deref(),
+        )
+        && super::forwarding_rules::port_range(desired.port_range.as_deref())
+            == super::forwarding_rules::port_range(observed.port_range.as_deref())
+        && desired.load_balancing_scheme == observed.load_balancing_scheme
+        && desired
+            .ip_address
+            .as_ref()
+            .is_none_or(|ip| Some(ip) == observed.ip_address.as_ref())
+}
+
 /// Inserts the rule in `region` or brings it in line; returns its IP address.
 pub async fn ensure(
     compute: &Compute,
@@ -28,20 +48,7 @@ pub async fn ensure(
         .map_err(err)?;
     let norm = |v: Option<&str>| normalize(project, v.unwrap_or_default());
     if let Some(observed) = &observed {
-        let same = |a: Option<&str>, b: Option<&str>| a.is_none() || norm(a) == norm(b);
-        let fixed = same(desired.network.as_deref(), observed.network.as_deref())
-            && same(
-                desired.subnetwork.as_deref(),
-                observed.subnetwork.as_deref(),
-            )
-            && super::forwarding_rules::port_range(desired.port_range.as_deref())
-                == super::forwarding_rules::port_range(observed.port_range.as_deref())
-            && desired.load_balancing_scheme == observed.load_balancing_scheme
-            && desired
-                .ip_address
-                .as_ref()
-                .is_none_or(|ip| Some(ip) == observed.ip_address.as_ref());
-        if fixed {
+        if keeps(project, desired, observed) {
             if norm(desired.target.as_deref()) != norm(observed.target.as_deref()) {
                 let body = model::TargetReference::new()
                     .set_target(desired.target.clone().unwrap_or_default());
@@ -86,3 +93,7 @@ pub async fn delete(
     )
     .await
 }
+
+#[cfg(test)]
+#[path = "region_forwarding_rules_tests.rs"]
+mod tests;
