@@ -395,3 +395,112 @@ async fn run_with_pods_uses_a_shared_store() {
     task.abort();
     watch.abort();
 }
+
+/// A failed `backendServices.list` (asked when an endpoint shows no health at all) counts as an
+/// error of the poll, like a failed `listNetworkEndpoints`: the loop then backs off.
+#[tokio::test]
+async fn a_failed_backend_service_listing_is_counted() {
+    // p3 of app b is listed in neg-b without any health: its backend services are asked for.
+    let values = [pod_json("p3", "b", "127.64.0.3", 5)];
+    let api = MockApi::with_pods(values.to_vec());
+    let health = Arc::new(scripted_health());
+    health.fail_backend_services.store(true, Ordering::SeqCst);
+    let ctx = context(&api, health.clone(), Config::default());
+    let errors = poll_once(&ctx, &pods(&values), &mut Memory::default()).await;
+    assert_eq!(health.backend_service_calls.load(Ordering::SeqCst), 1);
+    assert_eq!(errors, 1);
+    assert_eq!(condition_of(&api.patches()[0])["status"], "False");
+}
+
+/// [`run`]'s own Pod watch wakes the idle loop: a gated Pod created after the loop found none
+/// waiting is decided without waiting for any timer.
+#[tokio::test]
+async fn run_wakes_on_a_gated_pod_created_while_idle() {
+    let api = MockApi::with_pods(Vec::new());
+    let health = Arc::new(FakeHealth::new(
+        |_, _| Ok(Some(vec![endpoint("127.64.0.1", &[("bs-a", "HEALTHY")])])),
+        BTreeMap::new(),
+    ));
+    // A poll interval far past the deadline: only the watch can wake the loop in time.
+    let config = Config {
+        poll_interval: Duration::from_secs(3600),
+        ..Config::default()
+    };
+    let task = tokio::spawn(run(context(&api, health, config)));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while api.watches() == 0 {
+        assert!(Instant::now() < deadline, "run never watched Pods");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    api.add_pod(pod_json("p1", "a", "127.64.0.1", 1));
+    while !api
+        .patches()
+        .iter()
+        .any(|w| condition_of(w)["status"] == "True")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the new Pod was never decided: {:#?}",
+            api.patches()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    task.abort();
+}
+
+/// After a failed poll the loop waits at least twice the poll interval (jittered exponential
+/// backoff, GKE's error backoff) before it polls again; after a good poll, the interval. Only
+/// lower bounds are asserted: a loaded machine can stretch a sleep, never shorten it.
+#[tokio::test]
+async fn failed_polls_back_off_at_least_twice_the_interval() {
+    let values = [pod_json("p1", "a", "127.64.0.1", 1)];
+    let api = MockApi::with_pods(values.to_vec());
+    let polled_at = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let times = polled_at.clone();
+    let health = Arc::new(FakeHealth::new(
+        move |_, n| {
+            times.lock().unwrap().push(Instant::now());
+            if n < 2 {
+                return Err(NegHealthError::Api {
+                    method: "compute.networkEndpointGroups.listNetworkEndpoints",
+                    resource: "us-central1-a/neg-a".into(),
+                    status: Some(503),
+                    message: "backendError".into(),
+                });
+            }
+            // Never healthy: the Pod keeps waiting and is polled again.
+            Ok(Some(vec![endpoint("127.64.0.1", &[("bs-a", "UNHEALTHY")])]))
+        },
+        BTreeMap::new(),
+    ));
+    let (store, mut writer) = reflector::store::<PodRecord>();
+    writer.apply_watcher_event(&watcher::Event::Init);
+    writer.apply_watcher_event(&watcher::Event::InitApply(
+        serde_json::from_value(values[0].clone()).unwrap(),
+    ));
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    let interval = Duration::from_millis(50);
+    let config = Config {
+        poll_interval: interval,
+        max_error_backoff: Duration::from_secs(10),
+        ..Config::default()
+    };
+    let task = tokio::spawn(run_with_pods(context(&api, health, config), store));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while polled_at.lock().unwrap().len() < 4 {
+        assert!(
+            Instant::now() < deadline,
+            "polled {:?}",
+            polled_at.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    task.abort();
+    let t = polled_at.lock().unwrap().clone();
+    let gaps: Vec<Duration> = t.windows(2).map(|w| w[1] - w[0]).collect();
+    // Polls 0 and 1 fail: each is followed by at least 2x the interval, the second by more.
+    assert!(gaps[0] >= interval * 2, "first backoff {gaps:?}");
+    assert!(gaps[1] >= interval * 2, "second backoff {gaps:?}");
+    // Poll 2 succeeds: the next comes after the interval.
+    assert!(gaps[2] >= interval, "after a good poll {gaps:?}");
+}

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
@@ -77,6 +77,22 @@ impl MockApi {
             async move { Ok::<_, Infallible>(api.handle(req).await) }
         });
         kube::Client::new(service, "default")
+    }
+
+    /// Adds `pod` and sends it to the open watches as `ADDED`.
+    pub fn add_pod(&self, mut pod: Value) {
+        let mut s = self.state.lock().unwrap();
+        s.resource_version += 1;
+        pod["metadata"]["resourceVersion"] = json!(s.resource_version.to_string());
+        s.pods.push(pod.clone());
+        let line = format!("{}\n", json!({"type": "ADDED", "object": pod}));
+        s.watchers
+            .retain(|w| w.unbounded_send(Bytes::from(line.clone())).is_ok());
+    }
+
+    /// Pod watches open now.
+    pub fn watches(&self) -> usize {
+        self.state.lock().unwrap().watchers.len()
     }
 
     /// `pods/status` patches so far.
@@ -188,6 +204,8 @@ pub struct FakeHealth {
     calls: Mutex<HashMap<NegRef, usize>>,
     /// `backend_services_using` calls.
     pub backend_service_calls: AtomicUsize,
+    /// When set, `backend_services_using` fails (503).
+    pub fail_backend_services: AtomicBool,
 }
 
 impl FakeHealth {
@@ -205,6 +223,7 @@ impl FakeHealth {
             users,
             calls: Mutex::default(),
             backend_service_calls: AtomicUsize::new(0),
+            fail_backend_services: AtomicBool::new(false),
         }
     }
 
@@ -239,6 +258,16 @@ impl NegHealth for FakeHealth {
         negs: &'a [NegRef],
     ) -> BoxFuture<'a, Result<BTreeMap<NegRef, Vec<String>>, NegHealthError>> {
         self.backend_service_calls.fetch_add(1, Ordering::SeqCst);
+        if self.fail_backend_services.load(Ordering::SeqCst) {
+            return Box::pin(async {
+                Err(NegHealthError::Api {
+                    method: "compute.backendServices.list",
+                    resource: "projects/p1".into(),
+                    status: Some(503),
+                    message: "backendError".into(),
+                })
+            });
+        }
         let answer = negs
             .iter()
             .map(|n| (n.clone(), self.users.get(n).cloned().unwrap_or_default()))
