@@ -234,3 +234,18 @@ fn static_lookup_unions_matching_entries() {
         vec![a, NegRef::new("z", "b")]
     );
 }
+
+/// The webhook's question: a Pod is gated when it is in any NEG, and only then.
+#[test]
+fn a_pod_is_gated_exactly_when_it_is_in_a_neg() {
+    let lookup = StaticLookup {
+        entries: vec![(
+            "ns".into(),
+            labels(&[("app", "x")]),
+            vec![NegRef::new("z", "a")],
+        )],
+    };
+    assert!(lookup.gates_pod("ns", &labels(&[("app", "x")])));
+    assert!(!lookup.gates_pod("ns", &labels(&[("app", "y")])));
+    assert!(!lookup.gates_pod("other", &labels(&[("app", "x")])));
+}
