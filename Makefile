@@ -175,11 +175,8 @@ mutants_translate = -p gclb-translate -f 'crates/translate/src/translate/**' --c
   -- -E 'not test(/^translate::fuzz_tests::/)'
 mutants_readiness = -p gclb-readiness -f 'crates/readiness/src/readiness/**' --cargo-arg=--lib
 mutants_sync = -p gclb-sync -f 'crates/sync/src/sync/**' --cargo-arg=--lib -- -E 'test(/^sync::/)'
-mutants_url_map = -p gce-emulator -f 'fakes/gce-emulator/src/dataplane/url_map/**' \
-  --cargo-arg=--lib --cargo-arg=--test=dataplane_http \
-  -- -E 'test(/^dataplane::url_map::/) | binary(dataplane_http)'
-mutants_validate = -p gce-emulator -f 'fakes/gce-emulator/src/validate.rs' \
-  --cargo-arg=--lib --cargo-arg=--test=control_invalid_input
+mutants_url_map = -p gce-url-map -f 'fakes/gce-emulator/crates/url-map/src/url_map/**' --cargo-arg=--lib
+mutants_validate = -p gce-validate -f 'fakes/gce-emulator/crates/validate/src/validate.rs' --cargo-arg=--lib
 mutants:
 	@$(CARGO) mutants --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-mutants
 	rm -rf $(MUTANTS_OUT)/src && mkdir -p $(MUTANTS_OUT)/src

@@ -19,7 +19,6 @@ pub mod calls;
 pub mod dashboard;
 pub mod dataplane;
 pub mod emulator;
-pub mod errors;
 pub mod explain_cli;
 pub mod faults;
 pub mod filter;
@@ -42,4 +41,7 @@ pub mod slow_cloud;
 pub mod snapshot;
 pub mod state_file;
 pub mod store;
-pub mod validate;
+
+/// Google's error shape and request validation (the `gce-validate` crate, crates/validate),
+/// re-exported so `crate::errors::..` and `crate::validate::..` keep their paths.
+pub use gce_validate::{errors, validate};

@@ -34,7 +34,12 @@ pub mod request_checks;
 pub mod tls;
 pub mod tls_route;
 pub mod upstream;
-pub mod url_map;
+/// URL map routing (the `gce-url-map` crate, crates/url-map), re-exported so
+/// `crate::dataplane::url_map::..` keeps its path.
+pub use gce_url_map::url_map;
+#[cfg(test)]
+#[path = "url_map_fuzz_tests.rs"]
+mod url_map_fuzz_tests;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};

@@ -13,8 +13,6 @@
 //!   allows); route actions may carry `headerAction`, `timeout` and `requestMirrorPolicy`;
 
 mod actions;
-#[cfg(test)]
-mod fuzz_tests;
 pub mod header_action;
 mod hosts;
 mod matches;

@@ -1,6 +1,6 @@
 //! Fuzzing on stable Rust (issue 20): URL map matching in the data plane. Each round builds a
 //! URL map (generated at random from pools of hosts, paths, priorities, header and query
-//! matches, or a checked-in seed of `testdata/fuzz/*.json` mutated by
+//! matches, or a checked-in seed of `testdata/url_map_fuzz/*.json` mutated by
 //! [`crate::fuzz_support::mutate`]), submits it to the emulator's API in-process (its own
 //! validation decides; refused maps are counted), compiles what `GET` returns with
 //! [`UrlMapTable::compile`] and routes random requests (host, path, headers, query, method).
@@ -22,7 +22,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
-use super::{RequestView, RouteAction, RouteTrace, UrlMapTable};
+use super::url_map::{RequestView, RouteAction, RouteTrace, UrlMapTable};
 use crate::fuzz_support::{corpus, mutate, no_panic, settings, Harness};
 
 const BS: &str = "https://compute.googleapis.com/compute/v1/projects/p/global/backendServices";
@@ -344,7 +344,7 @@ fn check(rng: &mut impl Rng, um: &Value, oracle_applies: bool) -> Result<u64, St
 fn random_url_maps_route_deterministically_to_their_services_as_the_oracle_says() {
     let (secs, seed) = settings();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let seeds = corpus("src/dataplane/url_map/testdata/fuzz");
+    let seeds = corpus("src/dataplane/testdata/url_map_fuzz");
     assert!(seeds.len() >= 3, "corpus: {} seeds", seeds.len());
     let services: Vec<_> = (0..4)
         .map(|i| {
