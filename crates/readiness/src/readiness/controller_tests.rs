@@ -504,3 +504,39 @@ async fn failed_polls_back_off_at_least_twice_the_interval() {
     // Poll 2 succeeds: the next comes after the interval.
     assert!(gaps[2] >= interval, "after a good poll {gaps:?}");
 }
+
+/// Each Compute call of a poll is counted by method and result.
+#[tokio::test]
+async fn compute_calls_are_counted_by_method_and_result() {
+    let values = [
+        pod_json("p1", "a", "127.64.0.1", 5),
+        pod_json("p3", "b", "127.64.0.3", 5),
+    ];
+    let api = MockApi::with_pods(values.to_vec());
+    let metrics = Arc::new(ReadinessMetrics::default());
+    let ctx =
+        context(&api, Arc::new(scripted_health()), Config::default()).with_metrics(metrics.clone());
+    poll_once(&ctx, &pods(&values), &mut Memory::default()).await;
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let count = |method: &str| {
+        text.lines()
+            .find(|l| l.contains("compute_calls_total{") && l.contains(method))
+            .and_then(|l| l.rsplit(' ').next())
+            .map(str::to_owned)
+    };
+    // neg-a and neg-b once each; the backend services once (p3 shows no health in neg-b).
+    assert_eq!(
+        count("method=\"compute.networkEndpointGroups.listNetworkEndpoints\",result=\"ok\"")
+            .as_deref(),
+        Some("2"),
+        "{text}"
+    );
+    assert_eq!(
+        count("method=\"compute.backendServices.list\",result=\"ok\"").as_deref(),
+        Some("1"),
+        "{text}"
+    );
+}

@@ -249,3 +249,71 @@ fn a_pod_is_gated_exactly_when_it_is_in_a_neg() {
     assert!(!lookup.gates_pod("ns", &labels(&[("app", "y")])));
     assert!(!lookup.gates_pod("other", &labels(&[("app", "x")])));
 }
+
+/// The store-backed lookup the operator runs: IngressClass objects from their store decide
+/// ownership, Node zones from the Node store decide the NEG zones (no `--zone`), and the
+/// webhook's `gates_pod` needs no zone.
+#[tokio::test]
+async fn the_store_lookup_reads_classes_and_node_zones_from_its_stores() {
+    use kube::runtime::watcher::Event;
+
+    fn store_of<K>(objects: Vec<K>) -> Store<K>
+    where
+        K: kube::Resource + Clone + 'static,
+        K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+    {
+        let (store, mut writer) = reflector::store();
+        writer.apply_watcher_event(&Event::Init);
+        for o in objects {
+            writer.apply_watcher_event(&Event::InitApply(o));
+        }
+        writer.apply_watcher_event(&Event::InitDone);
+        store
+    }
+    let unpinned = TranslateConfig::new("p", "default", &[], "c", "ks-uid");
+    // Only the IngressClass object makes "lb" ours: no flag names it.
+    let class: IngressClass = serde_json::from_value(json!({
+        "metadata": {"name": "lb"},
+        "spec": {"controller": unpinned.mode.controller()}}))
+    .unwrap();
+    let web = ingress(
+        "shop",
+        "web",
+        json!({"ingressClassName": "lb",
+               "defaultBackend": {"service": {"name": "products", "port": {"number": 60000}}}}),
+    );
+    let products = service(
+        "shop",
+        "products",
+        json!({"app": "products"}),
+        json!([{"port": 60000, "targetPort": 50000}]),
+    );
+    let node: NodeMeta = serde_json::from_value(json!({
+        "metadata": {"name": "n1", "labels": {"topology.kubernetes.io/zone": "us-east1-c"}}}))
+    .unwrap();
+    let lookup = StoreLookup::new(
+        store_of(vec![web]),
+        store_of(vec![products]),
+        store_of(vec![class]),
+        unpinned.clone(),
+    )
+    .with_nodes(store_of(vec![node]));
+    tokio::time::timeout(std::time::Duration::from_secs(10), lookup.wait_synced())
+        .await
+        .expect("stores are ready");
+    let backend = namer::backend(
+        namer::Scheme::Gke,
+        &unpinned.cluster_uid,
+        "shop",
+        "products",
+        60000,
+    );
+    let pod = labels(&[("app", "products")]);
+    assert_eq!(
+        lookup.negs_for_pod("shop", &pod),
+        vec![NegRef::new("us-east1-c", backend)]
+    );
+    assert!(lookup.gates_pod("shop", &pod));
+    assert!(!lookup.gates_pod("shop", &labels(&[("app", "other")])));
+    assert!(!lookup.gates_pod("default", &pod));
+}

@@ -123,6 +123,52 @@ mod over_http {
         assert_eq!(endpoints[0].healths[0].health_state, "HEALTHY");
     }
 
+    /// An empty `nextPageToken` (as a real server may send) ends a listing like an absent one:
+    /// one request each, never a loop asking again for the first page.
+    #[tokio::test]
+    async fn an_empty_next_page_token_ends_each_listing() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(format!("{NEGS}/neg-a/listNetworkEndpoints").as_str()))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "items": [{"networkEndpoint": {"ipAddress": "127.64.0.1", "port": 8080}}],
+                "nextPageToken": ""
+            })))
+            .expect(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/compute/v1/projects/p1/global/backendServices"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "items": [{"name": "bs-a",
+                    "healthChecks": ["projects/p1/global/healthChecks/hc"],
+                    "backends": [{"group": "projects/p1/zones/us-central1-a/networkEndpointGroups/neg-a"}]}],
+                "nextPageToken": ""
+            })))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let health = ComputeNegHealth::connect("p1", Some(&server.uri()))
+            .await
+            .unwrap();
+        let neg = NegRef::new("us-central1-a", "neg-a");
+        let deadline = std::time::Duration::from_secs(30);
+        let endpoints = tokio::time::timeout(deadline, health.list_network_endpoints(&neg))
+            .await
+            .expect("listNetworkEndpoints ended")
+            .unwrap()
+            .unwrap();
+        assert_eq!(endpoints.len(), 1);
+        let users = tokio::time::timeout(
+            deadline,
+            health.backend_services_using(std::slice::from_ref(&neg)),
+        )
+        .await
+        .expect("backendServices.list ended")
+        .unwrap();
+        assert_eq!(users[&neg], vec!["bs-a".to_owned()]);
+    }
+
     #[tokio::test]
     async fn missing_neg_is_none_and_errors_name_the_method() {
         let server = MockServer::start().await;
