@@ -123,6 +123,40 @@ mod over_http {
         assert_eq!(endpoints[0].healths[0].health_state, "HEALTHY");
     }
 
+    /// The backend service list is read to its last page.
+    #[tokio::test]
+    async fn backend_services_using_follows_every_page() {
+        let server = MockServer::start().await;
+        let bs = |name: &str| {
+            json!({"name": name, "healthChecks": ["projects/p1/global/healthChecks/hc"],
+                   "backends": [{"group": "projects/p1/zones/us-central1-a/networkEndpointGroups/neg-a"}]})
+        };
+        Mock::given(method("GET"))
+            .and(path("/compute/v1/projects/p1/global/backendServices"))
+            .and(query_param("pageToken", "p2"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": [bs("bs-b")]})))
+            .expect(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/compute/v1/projects/p1/global/backendServices"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"items": [bs("bs-a")], "nextPageToken": "p2"})),
+            )
+            .mount(&server)
+            .await;
+        let health = ComputeNegHealth::connect("p1", Some(&server.uri()))
+            .await
+            .unwrap();
+        let neg = NegRef::new("us-central1-a", "neg-a");
+        let users = health
+            .backend_services_using(std::slice::from_ref(&neg))
+            .await
+            .unwrap();
+        assert_eq!(users[&neg], vec!["bs-a".to_owned(), "bs-b".to_owned()]);
+    }
+
     /// An empty `nextPageToken` (as a real server may send) ends a listing like an absent one:
     /// one request each, never a loop asking again for the first page.
     #[tokio::test]
