@@ -242,6 +242,31 @@ fn neg_with(ips: &[&str]) -> DesiredNeg {
     }
 }
 
+/// Backends sync in parallel under per-object locks: a NEG's lock is its own (collection, zone,
+/// name), so the NEGs of one backend in two zones, or two NEGs, never wait on each other, while
+/// two Ingresses sharing a NEG do.
+#[test]
+fn each_neg_has_its_own_lock_per_collection() {
+    let a = neg_with(&[]);
+    let mut other_zone = neg_with(&[]);
+    other_zone.zone = "z2".into();
+    let mut other_name = neg_with(&[]);
+    other_name.neg = model::NetworkEndpointGroup::new().set_name("neg2");
+    assert_eq!(
+        ingress::neg_key("networkEndpointGroups", &a),
+        "networkEndpointGroups/z1/neg1"
+    );
+    assert_eq!(
+        ingress::neg_key("networkEndpoints", &a),
+        "networkEndpoints/z1/neg1"
+    );
+    let keys: BTreeSet<String> = [&a, &other_zone, &other_name]
+        .into_iter()
+        .map(|n| ingress::neg_key("networkEndpointGroups", n))
+        .collect();
+    assert_eq!(keys.len(), 3, "{keys:?}");
+}
+
 /// Attach and detach by set difference from one `listNetworkEndpoints`; what they did is
 /// recorded, so the next sync of the same endpoints sends nothing and a change sends only the
 /// difference.
