@@ -323,3 +323,26 @@ fn is_current_compares_status_reason_and_message() {
     ));
     assert!(!is_current(None, &decided));
 }
+
+/// A reason prints as GKE's condition and Event reason.
+#[test]
+fn reasons_print_as_gkes_condition_reasons() {
+    let printed: Vec<String> = [
+        Reason::Ready,
+        Reason::WithoutHealthCheck,
+        Reason::Timeout,
+        Reason::NotReady,
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    assert_eq!(
+        printed,
+        [
+            "LoadBalancerNegReady",
+            "LoadBalancerNegWithoutHealthCheck",
+            "LoadBalancerNegTimeout",
+            "LoadBalancerNegNotReady"
+        ]
+    );
+}
