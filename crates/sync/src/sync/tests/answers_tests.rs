@@ -140,6 +140,41 @@ async fn a_neg_that_loses_the_insert_race_is_kept() {
     assert!(changes.is_empty(), "{changes:?}");
 }
 
+/// A NEG insert refused for another reason (400) fails the sync with the API's message; it is
+/// not taken for an existing NEG.
+#[tokio::test]
+async fn a_neg_insert_refused_as_invalid_fails_the_sync() {
+    let server = MockServer::start().await;
+    other_lists_empty(&server).await;
+    once(
+        &server,
+        "POST",
+        "/compute/v1/projects/p1/zones/z1/networkEndpointGroups",
+        answer(
+            400,
+            "INVALID_ARGUMENT",
+            "Invalid value for field 'resource.network'",
+        ),
+    )
+    .await;
+    let compute = compute_for(&server).await;
+    let desired = DesiredNeg {
+        zone: "z1".into(),
+        neg: model::NetworkEndpointGroup::new().set_name("neg1"),
+        endpoints: Default::default(),
+    };
+    let mut changes = Changes::new();
+    let err = network_endpoint_groups::ensure(&compute, &desired, &mut changes)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("Invalid value for field 'resource.network'"),
+        "{err}"
+    );
+    assert!(changes.is_empty(), "{changes:?}");
+}
+
 /// A target HTTP proxy deleted behind the operator's back (its `setUrlMap` answers 404) is
 /// inserted again, pointing at the desired URL map.
 #[tokio::test]
