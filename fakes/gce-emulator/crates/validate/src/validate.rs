@@ -7,6 +7,7 @@
 use std::net::Ipv4Addr;
 use std::sync::LazyLock;
 
+use ipnet::Ipv4Net;
 use regex::Regex;
 use serde_json::{Map, Value};
 
@@ -295,20 +296,18 @@ pub fn labels(obj: &Obj, prefix: &str) -> Result<(), ApiError> {
     }
 }
 
-/// Parses an IPv4 CIDR (`10.0.0.0/8`) or a bare address (a /32).
+/// Parses an IPv4 CIDR (`10.0.0.0/8`, host bits allowed as the API allows them) or a bare
+/// address (a /32): `(address, prefix length)`.
 pub fn parse_cidr(s: &str) -> Option<(Ipv4Addr, u8)> {
-    let (ip, len) = match s.split_once('/') {
-        Some((ip, len)) => (ip, len.parse::<u8>().ok()?),
-        None => (s, 32),
-    };
-    let ip: Ipv4Addr = ip.parse().ok()?;
-    (len <= 32).then_some((ip, len))
+    match s.parse::<Ipv4Net>() {
+        Ok(net) => Some((net.addr(), net.prefix_len())),
+        Err(_) => s.parse::<Ipv4Addr>().ok().map(|ip| (ip, 32)),
+    }
 }
 
-/// Whether `ip` lies inside `cidr`.
+/// Whether `ip` lies inside `cidr` (`false` for a prefix length over 32).
 pub fn cidr_contains((net, len): (Ipv4Addr, u8), ip: Ipv4Addr) -> bool {
-    let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
-    (u32::from(net) & mask) == (u32::from(ip) & mask)
+    Ipv4Net::new(net, len).is_ok_and(|net| net.contains(&ip))
 }
 
 /// Validates a list of source ranges (CIDRs); `allow_star` accepts `*` (security policy rules).
@@ -332,40 +331,5 @@ pub fn cidr_list(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn names_follow_rfc1035() {
-        assert!(check_name("resource.name", "a").is_ok());
-        assert!(check_name("resource.name", "k8s1-abc-def-80-0").is_ok());
-        for bad in ["", "A", "1a", "a-", "a_b", &"a".repeat(64)] {
-            let e = check_name("resource.name", bad).unwrap_err();
-            assert_eq!(e.field.as_deref(), Some("resource.name"));
-        }
-    }
-
-    #[test]
-    fn enums_ints_and_cidrs() {
-        let mut o = json!({"protocol": "FOO", "port": "70000"})
-            .as_object()
-            .unwrap()
-            .clone();
-        let e = enum_field(&mut o, "resource", "protocol", &["HTTP"], None).unwrap_err();
-        assert!(e.message.contains("resource.protocol"));
-        assert!(int_field(&mut o, "resource", "port", 1, 65535, None).is_err());
-        assert_eq!(
-            int_field(&mut o, "resource", "timeoutSec", 1, 10, Some(5)).unwrap(),
-            Some(5)
-        );
-        assert!(cidr_contains(
-            parse_cidr("127.128.0.0/9").unwrap(),
-            "127.200.1.1".parse().unwrap()
-        ));
-        assert!(!cidr_contains(
-            parse_cidr("127.128.0.0/9").unwrap(),
-            "127.1.1.1".parse().unwrap()
-        ));
-    }
-}
+#[path = "validate_tests.rs"]
+mod tests;
