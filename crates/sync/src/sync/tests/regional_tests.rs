@@ -290,3 +290,103 @@ async fn regional_backend_health_prefers_healthy_across_groups() {
     assert_eq!(regional::health(&compute, "r1", "b2").await, "UNHEALTHY");
     assert_eq!(regional::health(&compute, "r1", "missing").await, "Unknown");
 }
+
+/// A missing internal address: the fix reserves it in the network's own subnet of the region,
+/// found by listing the subnetworks (not the proxy-only one, not another network's), or in
+/// `--subnetwork` when given, without a listing.
+#[tokio::test]
+async fn a_missing_internal_address_names_the_subnet_to_reserve_it_in() {
+    use crate::sync::{region_addresses, SyncError};
+    use crate::translate::regional::RegionalClass;
+    use crate::translate::TranslateConfig;
+
+    let server = MockServer::start().await;
+    for gone in [
+        "/compute/v1/projects/p1/regions/r1/addresses/ip1",
+        "/compute/v1/projects/p1/global/addresses/ip1",
+    ] {
+        Mock::given(method("GET"))
+            .and(path(gone))
+            .respond_with(not_found())
+            .mount(&server)
+            .await;
+    }
+    let net = |n: &str| format!("https://x/compute/v1/projects/p1/global/networks/{n}");
+    // Listed once: the second resolve names its subnet itself.
+    Mock::given(method("GET"))
+        .and(path("/compute/v1/projects/p1/regions/r1/subnetworks"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": [
+            {"name": "proxy", "network": net("default"), "purpose": "REGIONAL_MANAGED_PROXY"},
+            {"name": "elsewhere", "network": net("other")},
+            {"name": "nodes", "network": net("default"), "purpose": "PRIVATE"},
+        ]})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let mut config = TranslateConfig::new("p1", "default", &["r1-a"], "c", "uid");
+    let command = |result: Result<_, SyncError>| match result {
+        Err(SyncError::RegionalStaticIp { command, .. }) => command,
+        other => panic!("expected a missing address: {other:?}"),
+    };
+    let listed =
+        region_addresses::resolve(&compute, &config, RegionalClass::Internal, "r1", "ip1").await;
+    assert_eq!(
+        command(listed),
+        "gcloud compute addresses create ip1 --region=r1 --subnet=nodes --purpose=SHARED_LOADBALANCER_VIP"
+    );
+    config.subnetwork = Some("mine".into());
+    let named =
+        region_addresses::resolve(&compute, &config, RegionalClass::Internal, "r1", "ip1").await;
+    assert_eq!(
+        command(named),
+        "gcloud compute addresses create ip1 --region=r1 --subnet=mine --purpose=SHARED_LOADBALANCER_VIP"
+    );
+}
+
+/// A regional backend service is inserted when absent and deleted by name (`compute.
+/// regionBackendServices`, in its region).
+#[tokio::test]
+async fn a_regional_backend_service_is_inserted_and_deleted_in_its_region() {
+    use crate::sync::region_backend_services;
+
+    let server = MockServer::start().await;
+    let bs = "/compute/v1/projects/p1/regions/r1/backendServices";
+    Mock::given(method("GET"))
+        .and(path(format!("{bs}/b1")))
+        .respond_with(not_found())
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(bs))
+        .and(body_partial_json(json!({"name": "b1", "protocol": "HTTP"})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-i")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .and(path(format!("{bs}/b1")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-d")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let desired = model::BackendService::new()
+        .set_name("b1")
+        .set_protocol("HTTP");
+    let mut changes = Changes::new();
+    region_backend_services::ensure(&compute, "r1", &desired, &mut changes)
+        .await
+        .unwrap();
+    region_backend_services::delete(&compute, "r1", "b1", &mut changes)
+        .await
+        .unwrap();
+    let said: Vec<String> = changes.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        said,
+        [
+            "BackendService \"b1\" created",
+            "BackendService \"b1\" deleted"
+        ]
+    );
+}
