@@ -390,3 +390,116 @@ async fn a_regional_backend_service_is_inserted_and_deleted_in_its_region() {
         ]
     );
 }
+
+/// Regional health checks and proxies: inserted when absent; an existing proxy gets only the
+/// `setUrlMap` / `setSslCertificates` its differences need (references compared by relative
+/// name); each is deleted by name.
+#[tokio::test]
+async fn regional_health_checks_and_proxies_are_inserted_updated_and_deleted() {
+    use crate::sync::{
+        region_health_checks, region_target_http_proxies, region_target_https_proxies,
+    };
+
+    let server = MockServer::start().await;
+    let r = "/compute/v1/projects/p1/regions/r1";
+    let full = |rel: &str| format!("https://www.googleapis.com/compute/v1/projects/p1/{rel}");
+    let get = |name: &str, body: Option<serde_json::Value>| {
+        let mock = Mock::given(method("GET")).and(path(format!("{r}/{name}")));
+        match body {
+            Some(b) => mock.respond_with(ResponseTemplate::new(200).set_body_json(b)),
+            None => mock.respond_with(not_found()),
+        }
+    };
+    let write = |verb: &str, p: String, n: u64| {
+        Mock::given(method(verb))
+            .and(path(p))
+            .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op")))
+            .expect(n)
+    };
+    for m in [
+        get("healthChecks/hc1", None),
+        get("targetHttpProxies/tp1", None),
+        get(
+            "targetHttpProxies/tp2",
+            Some(json!({"name": "tp2", "urlMap": full("regions/r1/urlMaps/old")})),
+        ),
+        get(
+            "targetHttpsProxies/tps1",
+            Some(
+                json!({"name": "tps1", "urlMap": full("regions/r1/urlMaps/old"),
+                        "sslCertificates": [full("regions/r1/sslCertificates/cert-a")]}),
+            ),
+        ),
+        get(
+            "targetHttpsProxies/tps2",
+            Some(
+                json!({"name": "tps2", "urlMap": full("regions/r1/urlMaps/um1"),
+                        "sslCertificates": [full("regions/r1/sslCertificates/cert-b")]}),
+            ),
+        ),
+        write("POST", format!("{r}/healthChecks"), 1),
+        write("POST", format!("{r}/targetHttpProxies"), 1),
+        write("POST", format!("{r}/targetHttpProxies/tp2/setUrlMap"), 1),
+        write("POST", format!("{r}/targetHttpsProxies/tps1/setUrlMap"), 1),
+        write(
+            "POST",
+            format!("{r}/targetHttpsProxies/tps1/setSslCertificates"),
+            1,
+        ),
+        write("DELETE", format!("{r}/healthChecks/hc1"), 1),
+        write("DELETE", format!("{r}/targetHttpProxies/tp1"), 1),
+        write("DELETE", format!("{r}/targetHttpsProxies/tps1"), 1),
+    ] {
+        m.mount(&server).await;
+    }
+    let compute = compute_for(&server).await;
+    let um1 = "projects/p1/regions/r1/urlMaps/um1";
+    let http = |name: &str| {
+        model::TargetHttpProxy::new()
+            .set_name(name)
+            .set_url_map(um1)
+    };
+    let https = |name: &str| {
+        model::TargetHttpsProxy::new()
+            .set_name(name)
+            .set_url_map(um1)
+            .set_ssl_certificates(["projects/p1/regions/r1/sslCertificates/cert-b"])
+    };
+    let mut changes = Changes::new();
+    let hc = model::HealthCheck::new().set_name("hc1");
+    region_health_checks::ensure(&compute, "r1", &hc, &mut changes)
+        .await
+        .unwrap();
+    for name in ["tp1", "tp2"] {
+        region_target_http_proxies::ensure(&compute, "r1", &http(name), &mut changes)
+            .await
+            .unwrap();
+    }
+    for name in ["tps1", "tps2"] {
+        region_target_https_proxies::ensure(&compute, "r1", &https(name), &mut changes)
+            .await
+            .unwrap();
+    }
+    region_health_checks::delete(&compute, "r1", "hc1", &mut changes)
+        .await
+        .unwrap();
+    region_target_http_proxies::delete(&compute, "r1", "tp1", &mut changes)
+        .await
+        .unwrap();
+    region_target_https_proxies::delete(&compute, "r1", "tps1", &mut changes)
+        .await
+        .unwrap();
+    let said: Vec<String> = changes.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        said,
+        [
+            "HealthCheck \"hc1\" created",
+            "TargetProxy \"tp1\" created",
+            "TargetProxy \"tp2\" updated",
+            "TargetProxy \"tps1\" updated",
+            "HealthCheck \"hc1\" deleted",
+            "TargetProxy \"tp1\" deleted",
+            "TargetProxy \"tps1\" deleted",
+        ]
+    );
+}
