@@ -503,3 +503,59 @@ async fn regional_health_checks_and_proxies_are_inserted_updated_and_deleted() {
         ]
     );
 }
+
+/// A regional certificate is inserted only when absent (its content is never compared: it holds
+/// the private key, and a new certificate gets a new name); certificates and forwarding rules
+/// are deleted by name.
+#[tokio::test]
+async fn regional_certificates_are_inserted_once_and_rules_and_certificates_deleted_by_name() {
+    let server = MockServer::start().await;
+    let r = "/compute/v1/projects/p1/regions/r1";
+    Mock::given(method("GET"))
+        .and(path(format!("{r}/sslCertificates/new")))
+        .respond_with(not_found())
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{r}/sslCertificates/there")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"name": "there"})))
+        .mount(&server)
+        .await;
+    for (verb, p) in [
+        ("POST", format!("{r}/sslCertificates")),
+        ("DELETE", format!("{r}/sslCertificates/there")),
+        ("DELETE", format!("{r}/forwardingRules/fr1")),
+    ] {
+        Mock::given(method(verb))
+            .and(path(p))
+            .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op")))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    let compute = compute_for(&server).await;
+    let mut changes = Changes::new();
+    for name in ["new", "there"] {
+        let cert = model::SslCertificate::new()
+            .set_name(name)
+            .set_certificate("PEM");
+        region_ssl_certificates::ensure(&compute, "r1", &cert, &mut changes)
+            .await
+            .unwrap();
+    }
+    region_ssl_certificates::delete(&compute, "r1", "there", &mut changes)
+        .await
+        .unwrap();
+    region_forwarding_rules::delete(&compute, "r1", "fr1", &mut changes)
+        .await
+        .unwrap();
+    let said: Vec<String> = changes.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        said,
+        [
+            "SslCertificate \"new\" created",
+            "SslCertificate \"there\" deleted",
+            "ForwardingRule \"fr1\" deleted",
+        ]
+    );
+}
