@@ -286,3 +286,98 @@ async fn security_policies_that_may_not_be_listed_are_none_of_ours() {
         "{seen:?}"
     );
 }
+
+/// The regional half: exactly the stale regional names of this cluster go (`old`'s frontend,
+/// certificate and backend), in `r1`; the live Ingress's and the user's stay.
+#[tokio::test]
+async fn regional_garbage_collection_deletes_exactly_the_stale_names_of_the_region() {
+    use crate::sync::regional::{delete_regional_garbage, list_regional_candidates};
+
+    let server = MockServer::start().await;
+    let (web, old) = (namer("web"), namer("old"));
+    let (kept, gone) = (backend("web"), backend("old"));
+    let mut live = LiveSet {
+        scheme: Scheme::Gke,
+        cluster_uid: UID.into(),
+        gke_uid: UID.into(),
+        ..LiveSet::default()
+    };
+    live.frontends.insert(web.lb_name().to_string());
+    live.certificate_prefixes.push(web.ssl_certificate_prefix());
+    live.backends.insert(kept.clone());
+    let r = "/compute/v1/projects/p1/regions/r1";
+    let lists = [
+        (
+            "forwardingRules",
+            vec![
+                web.http_forwarding_rule(),
+                old.http_forwarding_rule(),
+                old.https_forwarding_rule(),
+                "user-rule".into(),
+            ],
+        ),
+        (
+            "targetHttpProxies",
+            vec![web.target_http_proxy(), old.target_http_proxy()],
+        ),
+        (
+            "targetHttpsProxies",
+            vec![old.target_https_proxy(), "user-proxy".into()],
+        ),
+        (
+            "urlMaps",
+            vec![web.url_map(), old.url_map(), "user-map".into()],
+        ),
+        (
+            "sslCertificates",
+            vec![
+                web.ssl_certificate(b"pem"),
+                old.ssl_certificate(b"pem"),
+                "user-cert".into(),
+            ],
+        ),
+        (
+            "backendServices",
+            vec![kept.clone(), gone.clone(), "user-service".into()],
+        ),
+        (
+            "healthChecks",
+            vec![kept.clone(), gone.clone(), "user-check".into()],
+        ),
+    ];
+    for (collection, names) in lists {
+        let items: Vec<_> = names.into_iter().map(|n| json!({"name": n})).collect();
+        list(&server, &format!("{r}/{collection}"), json!(items), Some(1)).await;
+    }
+    let deletes = Deletes::default();
+    Mock::given(method("DELETE"))
+        .respond_with(deletes.clone())
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let candidates = list_regional_candidates(&compute, "r1").await.unwrap();
+    assert_eq!(
+        candidates.url_maps,
+        [web.url_map(), old.url_map(), "user-map".to_string()]
+    );
+    let mut changes = Changes::new();
+    delete_regional_garbage(&compute, "r1", &candidates, &live, &mut changes)
+        .await
+        .unwrap();
+    let seen = deletes.0.lock().unwrap().clone();
+    let want: BTreeSet<String> = [
+        format!("forwardingRules/{}", old.http_forwarding_rule()),
+        format!("forwardingRules/{}", old.https_forwarding_rule()),
+        format!("targetHttpProxies/{}", old.target_http_proxy()),
+        format!("targetHttpsProxies/{}", old.target_https_proxy()),
+        format!("urlMaps/{}", old.url_map()),
+        format!("sslCertificates/{}", old.ssl_certificate(b"pem")),
+        format!("backendServices/{gone}"),
+        format!("healthChecks/{gone}"),
+    ]
+    .into_iter()
+    .map(|p| format!("{r}/{p}"))
+    .collect();
+    assert_eq!(seen, want);
+    assert_eq!(changes.len(), want.len(), "{changes:?}");
+}
