@@ -403,3 +403,39 @@ fn trace_names_the_rules_tried_and_the_closest() {
         "hostRules[1] host \"*.api.example\""
     );
 }
+
+/// A weighted backend service of weight 0 gets no traffic: it is left out of the route, and a
+/// route whose services all weigh 0 has none (as the reference's `weight` says: 0 sends none).
+#[test]
+fn weight_zero_services_are_left_out_of_a_route() {
+    let weighted = |weights: &[(u32, u64)]| {
+        json!({"priority": 0, "matchRules": [{"prefixMatch": "/"}], "routeAction": {
+            "weightedBackendServices": weights.iter()
+                .map(|(n, w)| json!({"backendService": bs(*n), "weight": w}))
+                .collect::<Vec<_>>()}})
+    };
+    let t = table(json!({
+        "defaultService": bs(0),
+        "hostRules": [{"hosts": ["a"], "pathMatcher": "a"}, {"hosts": ["b"], "pathMatcher": "b"}],
+        "pathMatchers": [
+            {"name": "a", "defaultService": bs(0), "routeRules": [weighted(&[(1, 0), (2, 3)])]},
+            {"name": "b", "defaultService": bs(0), "routeRules": [weighted(&[(1, 0)])]},
+        ],
+    }));
+    let h = HeaderMap::new();
+    let view = |host| RequestView {
+        method: "GET",
+        host,
+        path: "/x",
+        query: None,
+        headers: &h,
+    };
+    let RouteAction::Forward(f) = t.route(&view("a")).action else {
+        panic!("a forward")
+    };
+    assert_eq!((f.services.clone(), f.total_weight), (vec![(2, 3)], 3));
+    assert!(
+        matches!(t.route(&view("b")).action, RouteAction::Unavailable(_)),
+        "all weights 0: no service"
+    );
+}
