@@ -122,4 +122,24 @@ mod tests {
         );
         assert!(HeaderAction::compile(&json!({})).is_none());
     }
+
+    #[test]
+    fn the_response_part_applies_to_the_response_only() {
+        let ha = HeaderAction::compile(&json!({"headerAction": {
+        "requestHeadersToRemove": ["x-req"],
+        "responseHeadersToRemove": ["server"],
+        "responseHeadersToAdd": [{"headerName": "x-res", "headerValue": "1", "replace": true}]}}))
+        .unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("server", HeaderValue::from_static("backend"));
+        h.insert("x-req", HeaderValue::from_static("kept"));
+        ha.apply_response(&mut h);
+        assert!(h.get("server").is_none());
+        assert_eq!(h.get("x-res").unwrap(), "1");
+        assert_eq!(
+            h.get("x-req").unwrap(),
+            "kept",
+            "the request part is not applied"
+        );
+    }
 }

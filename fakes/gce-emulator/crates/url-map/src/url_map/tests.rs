@@ -439,3 +439,133 @@ fn weight_zero_services_are_left_out_of_a_route() {
         "all weights 0: no service"
     );
 }
+
+/// Why each host rule missed: a wildcard whose suffix the host ends with missed on the part
+/// before it; one it does not end with, on the suffix; an exact host, on the name.
+#[test]
+fn a_host_miss_says_why_each_host_rule_missed() {
+    let t = table(json!({
+        "defaultService": bs(0),
+        "hostRules": [{"hosts": ["*.example.com"], "pathMatcher": "m"},
+                      {"hosts": ["*.other.org"], "pathMatcher": "m"},
+                      {"hosts": ["exact.example.com"], "pathMatcher": "m"}],
+        "pathMatchers": [{"name": "m", "defaultService": bs(1)}],
+    }));
+    let h = HeaderMap::new();
+    let mut tr = RouteTrace::default();
+    t.route_traced(
+        &RequestView {
+            method: "GET",
+            host: "a_b.example.com",
+            path: "/",
+            query: None,
+            headers: &h,
+        },
+        Some(&mut tr),
+    );
+    assert_eq!(tr.matched, "defaultService");
+    let why: Vec<(&str, &str)> = tr
+        .tried
+        .iter()
+        .map(|t| (t.rule.as_str(), t.why_not.as_str()))
+        .collect();
+    assert_eq!(
+        why,
+        [
+            (
+                "hostRules[0] host \"*.example.com\"",
+                "the part before \".example.com\" is empty or not [a-z0-9-.]"
+            ),
+            (
+                "hostRules[1] host \"*.other.org\"",
+                "host does not end with \".other.org\""
+            ),
+            (
+                "hostRules[2] host \"exact.example.com\"",
+                "host is not \"exact.example.com\""
+            ),
+        ]
+    );
+}
+
+/// `rangeMatch` holds `[rangeStart, rangeEnd)`: the start is in, the end is out, and a value
+/// that is not an integer never matches.
+#[test]
+fn a_range_match_holds_its_start_but_not_its_end() {
+    let t = table(json!({
+        "defaultService": bs(0),
+        "hostRules": [{"hosts": ["*"], "pathMatcher": "m"}],
+        "pathMatchers": [{"name": "m", "defaultService": bs(0), "routeRules": [
+            {"priority": 0, "matchRules": [{"prefixMatch": "/", "headerMatches": [
+                {"headerName": "x-n", "rangeMatch": {"rangeStart": "10", "rangeEnd": "20"}}]}],
+             "service": bs(1)}]}],
+    }));
+    for (n, want) in [
+        ("9", "bs0"),
+        ("10", "bs1"),
+        ("15", "bs1"),
+        ("19", "bs1"),
+        ("20", "bs0"),
+        ("x", "bs0"),
+    ] {
+        assert_eq!(route(&t, "h", "/", &[("x-n", n)], None).0, want, "x-n: {n}");
+    }
+}
+
+/// A route rule's `prefixRedirect` replaces the prefix its `prefixMatch` matched (and a
+/// `fullPathMatch` the whole path).
+#[test]
+fn a_route_rule_prefix_redirect_replaces_the_matched_prefix() {
+    let t = table(json!({
+        "defaultService": bs(0),
+        "hostRules": [{"hosts": ["*"], "pathMatcher": "m"}],
+        "pathMatchers": [{"name": "m", "defaultService": bs(0), "routeRules": [
+            {"priority": 0, "matchRules": [{"prefixMatch": "/old/"}],
+             "urlRedirect": {"prefixRedirect": "/new/"}},
+            {"priority": 1, "matchRules": [{"fullPathMatch": "/exact"}],
+             "urlRedirect": {"prefixRedirect": "/moved"}}]}],
+    }));
+    assert_eq!(
+        route(&t, "h", "/old/page", &[], None).0,
+        "redirect http://h/new/page"
+    );
+    assert_eq!(
+        route(&t, "h", "/exact", &[], None).0,
+        "redirect http://h/moved"
+    );
+}
+
+/// Of the route rules tried, one whose path matched (and a header did not) is closer than one
+/// whose path did not, however long the common prefix of the other.
+#[test]
+fn a_route_rule_whose_path_matched_is_closer_than_one_whose_path_did_not() {
+    let t = table(json!({
+        "defaultService": bs(0),
+        "hostRules": [{"hosts": ["*"], "pathMatcher": "m"}],
+        "pathMatchers": [{"name": "m", "defaultService": bs(0), "routeRules": [
+            {"priority": 0, "matchRules": [{"prefixMatch": "/api/v2/items/long"}], "service": bs(1)},
+            {"priority": 1, "matchRules": [{"prefixMatch": "/api/", "headerMatches": [
+                {"headerName": "x-beta", "exactMatch": "1"}]}], "service": bs(2)}]}],
+    }));
+    let h = HeaderMap::new();
+    let mut tr = RouteTrace::default();
+    t.route_traced(
+        &RequestView {
+            method: "GET",
+            host: "h",
+            path: "/api/v2/items",
+            query: None,
+            headers: &h,
+        },
+        Some(&mut tr),
+    );
+    let closest = tr.closest.expect("closest");
+    assert!(
+        closest
+            .rule
+            .starts_with("pathMatchers[m].routeRules[1].matchRules[0]"),
+        "{closest:?} of {:?}",
+        tr.tried
+    );
+    assert!(tr.tried[1].score > tr.tried[0].score, "{:?}", tr.tried);
+}
