@@ -292,6 +292,36 @@ async fn a_refused_security_policy_insert_fails_the_sync() {
     assert!(changes.is_empty(), "{changes:?}");
 }
 
+/// A security policy insert that loses a race (409: another worker made it between the GET
+/// and the insert) is the policy existing: no error, no reported creation.
+#[tokio::test]
+async fn a_security_policy_that_loses_the_insert_race_is_kept() {
+    let server = MockServer::start().await;
+    let policies = format!("{G}/securityPolicies");
+    Mock::given(method("GET"))
+        .and(path(format!("{policies}/sp1")))
+        .respond_with(crate::compute::test_support::not_found())
+        .mount(&server)
+        .await;
+    once(
+        &server,
+        "POST",
+        &policies,
+        answer(409, "ALREADY_EXISTS", "The resource 'sp1' already exists"),
+    )
+    .await;
+    let compute = compute_for(&server).await;
+    let mut changes = Changes::new();
+    security_policies::ensure(
+        &compute,
+        &model::SecurityPolicy::new().set_name("sp1"),
+        &mut changes,
+    )
+    .await
+    .unwrap();
+    assert!(changes.is_empty(), "{changes:?}");
+}
+
 /// The shared firewall rule's delete: a 403 (Shared VPC: the admin owns the rule) is only
 /// logged, as GKE does; any other refusal is an error, and the rule is not taken as gone (the
 /// next delete is sent again).
