@@ -569,3 +569,128 @@ fn a_route_rule_whose_path_matched_is_closer_than_one_whose_path_did_not() {
     );
     assert!(tr.tried[1].score > tr.tried[0].score, "{:?}", tr.tried);
 }
+
+/// `ignoreCase` applies to `prefixMatch` and `fullPathMatch`, and only when set; a path shorter
+/// than the prefix, or cut inside a character, does not match (and does not panic).
+#[test]
+fn ignore_case_applies_to_prefix_and_full_path_matches_only_when_set() {
+    let rule = |priority: u32, m: Value, n: u32| json!({"priority": priority, "matchRules": [m], "service": bs(n)});
+    let t = table(json!({
+        "defaultService": bs(0),
+        "hostRules": [{"hosts": ["*"], "pathMatcher": "m"}],
+        "pathMatchers": [{"name": "m", "defaultService": bs(0), "routeRules": [
+            rule(0, json!({"prefixMatch": "/API/", "ignoreCase": true}), 1),
+            rule(1, json!({"fullPathMatch": "/Exact", "ignoreCase": true}), 2),
+            rule(2, json!({"prefixMatch": "/Case/"}), 3),
+            rule(3, json!({"fullPathMatch": "/Full"}), 4),
+            rule(4, json!({"prefixMatch": "/ab", "ignoreCase": true}), 5),
+        ]}],
+    }));
+    for (path, want) in [
+        ("/api/items", "bs1"),
+        ("/API/items", "bs1"),
+        ("/AP", "bs0"),
+        ("/exact", "bs2"),
+        ("/EXACT", "bs2"),
+        ("/exact/more", "bs0"),
+        ("/Case/x", "bs3"),
+        ("/case/x", "bs0"),
+        ("/Full", "bs4"),
+        ("/full", "bs0"),
+        ("/AB", "bs5"),
+        // "/a" then a two-byte character: byte 3 is inside it.
+        ("/a\u{e9}", "bs0"),
+    ] {
+        assert_eq!(route(&t, "h", path, &[], None).0, want, "{path}");
+    }
+}
+
+/// A header match on the pseudo-header `:authority` reads the request's host.
+#[test]
+fn an_authority_header_match_reads_the_host() {
+    let t = table(json!({
+        "defaultService": bs(0),
+        "hostRules": [{"hosts": ["*"], "pathMatcher": "m"}],
+        "pathMatchers": [{"name": "m", "defaultService": bs(0), "routeRules": [
+            {"priority": 0, "matchRules": [{"prefixMatch": "/", "headerMatches": [
+                {"headerName": ":authority", "exactMatch": "a.example"}]}], "service": bs(1)}]}],
+    }));
+    assert_eq!(route(&t, "a.example", "/", &[], None).0, "bs1");
+    assert_eq!(route(&t, "b.example", "/", &[], None).0, "bs0");
+}
+
+/// A trace names what each route rule's path match wanted, and among rules whose paths all
+/// missed, the one agreeing with more of the path is the closest.
+#[test]
+fn a_trace_describes_route_rule_paths_and_ranks_them_by_agreement() {
+    let t = table(json!({
+        "defaultService": bs(0),
+        "hostRules": [{"hosts": ["*"], "pathMatcher": "m"}],
+        "pathMatchers": [{"name": "m", "defaultService": bs(0), "routeRules": [
+            {"priority": 0, "matchRules": [{"prefixMatch": "/apx/"}], "service": bs(1)},
+            {"priority": 1, "matchRules": [{"fullPathMatch": "/api/v1"}], "service": bs(2)},
+            {"priority": 2, "matchRules": [{"regexMatch": "/z.*"}], "service": bs(3)}]}],
+    }));
+    let h = HeaderMap::new();
+    let mut tr = RouteTrace::default();
+    t.route_traced(
+        &RequestView {
+            method: "GET",
+            host: "h",
+            path: "/api/v2",
+            query: None,
+            headers: &h,
+        },
+        Some(&mut tr),
+    );
+    let why: Vec<&str> = tr.tried.iter().map(|t| t.why_not.as_str()).collect();
+    assert_eq!(
+        why,
+        [
+            "path does not satisfy prefixMatch \"/apx/\"",
+            "path does not satisfy fullPathMatch \"/api/v1\"",
+            "path does not satisfy regexMatch \"/z.*\"",
+        ]
+    );
+    assert!(
+        tr.tried[0]
+            .rule
+            .ends_with("(priority 0, prefixMatch \"/apx/\")"),
+        "{:?}",
+        tr.tried[0]
+    );
+    let closest = tr.closest.expect("closest");
+    assert!(
+        closest.rule.starts_with("pathMatchers[m].routeRules[1]"),
+        "{closest:?}"
+    );
+}
+
+/// Closeness of path rules: agreeing on more of the path beats a shorter leftover.
+#[test]
+fn a_path_rule_agreeing_on_more_of_the_path_is_closer_whatever_its_length() {
+    let t = table(json!({
+        "defaultService": bs(0),
+        "hostRules": [{"hosts": ["*"], "pathMatcher": "m"}],
+        "pathMatchers": [{"name": "m", "defaultService": bs(0), "pathRules": [
+            {"paths": ["/shop/c"], "service": bs(1)},
+            {"paths": ["/shop/cart-and-a-long-tail-of-more-letters/*"], "service": bs(2)}]}],
+    }));
+    let h = HeaderMap::new();
+    let mut tr = RouteTrace::default();
+    t.route_traced(
+        &RequestView {
+            method: "GET",
+            host: "h",
+            path: "/shop/cart",
+            query: None,
+            headers: &h,
+        },
+        Some(&mut tr),
+    );
+    let closest = tr.closest.expect("closest");
+    assert_eq!(
+        closest.rule,
+        "pathMatchers[m].pathRules[1] \"/shop/cart-and-a-long-tail-of-more-letters/*\""
+    );
+}
