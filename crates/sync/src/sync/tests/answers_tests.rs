@@ -559,3 +559,181 @@ async fn a_backend_service_update_after_its_own_write_reads_the_new_fingerprint_
         assert_eq!(changes.len(), 1, "timeoutSec {timeout}: {changes:?}");
     }
 }
+
+/// A certificate is inserted when absent; an insert that loses a race (409) is the certificate
+/// existing; any other refusal fails the sync.
+#[tokio::test]
+async fn a_certificate_insert_creates_takes_a_lost_race_as_existing_and_fails_otherwise() {
+    let server = MockServer::start().await;
+    other_lists_empty(&server).await;
+    let certs = format!("{G}/sslCertificates");
+    let insert = |name: &str, response: ResponseTemplate| {
+        Mock::given(method("POST"))
+            .and(path(certs.as_str()))
+            .and(body_partial_json(json!({ "name": name })))
+            .respond_with(response)
+            .expect(1)
+    };
+    insert(
+        "new",
+        ResponseTemplate::new(200).set_body_json(done_op("op")),
+    )
+    .mount(&server)
+    .await;
+    insert(
+        "raced",
+        answer(409, "ALREADY_EXISTS", "The resource 'raced' already exists"),
+    )
+    .mount(&server)
+    .await;
+    insert(
+        "bad",
+        answer(
+            400,
+            "INVALID_ARGUMENT",
+            "The SSL certificate could not be parsed.",
+        ),
+    )
+    .mount(&server)
+    .await;
+    let compute = compute_for(&server).await;
+    let cert = |name: &str| model::SslCertificate::new().set_name(name);
+    let mut changes = Changes::new();
+    crate::sync::ssl_certificates::ensure(&compute, &cert("new"), &mut changes)
+        .await
+        .unwrap();
+    crate::sync::ssl_certificates::ensure(&compute, &cert("raced"), &mut changes)
+        .await
+        .unwrap();
+    let err = crate::sync::ssl_certificates::ensure(&compute, &cert("bad"), &mut changes)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("could not be parsed"), "{err}");
+    assert_eq!(events(&changes), ["SslCertificate \"new\" created"]);
+}
+
+/// A target proxy insert that loses a race (409) reads the winner back and points it at the
+/// desired URL map; a `setUrlMap` refused for another reason than a vanished proxy (here 400)
+/// fails the sync and inserts nothing.
+#[tokio::test]
+async fn a_proxy_insert_race_reads_the_winner_and_other_set_url_map_errors_fail() {
+    let server = MockServer::start().await;
+    let proxies = format!("{G}/targetHttpProxies");
+    list(
+        &server,
+        &proxies,
+        json!([{"name": "tp2", "urlMap": "projects/p1/global/urlMaps/old"}]),
+        Some(1),
+    )
+    .await;
+    once(
+        &server,
+        "POST",
+        &proxies,
+        answer(409, "ALREADY_EXISTS", "The resource 'tp1' already exists"),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path(proxies.as_str()))
+        .and(body_partial_json(json!({"name": "tp3"})))
+        .respond_with(answer(
+            400,
+            "INVALID_ARGUMENT",
+            "Invalid value for field 'resource.name'",
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{proxies}/tp1")))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(
+                json!({"name": "tp1", "urlMap": "projects/p1/global/urlMaps/other"}),
+            ),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    once(
+        &server,
+        "POST",
+        "/compute/v1/projects/p1/targetHttpProxies/tp1/setUrlMap",
+        ResponseTemplate::new(200).set_body_json(done_op("op-s")),
+    )
+    .await;
+    once(
+        &server,
+        "POST",
+        "/compute/v1/projects/p1/targetHttpProxies/tp2/setUrlMap",
+        answer(
+            400,
+            "INVALID_ARGUMENT",
+            "Invalid value for field 'resource.urlMap'",
+        ),
+    )
+    .await;
+    let compute = compute_for(&server).await;
+    let proxy = |name: &str| {
+        model::TargetHttpProxy::new()
+            .set_name(name)
+            .set_url_map("projects/p1/global/urlMaps/um1")
+    };
+    let mut changes = Changes::new();
+    target_http_proxies::ensure(&compute, &proxy("tp1"), &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(events(&changes), ["TargetProxy \"tp1\" updated"]);
+    let err = target_http_proxies::ensure(&compute, &proxy("tp2"), &mut changes)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("resource.urlMap"), "{err}");
+    // An insert refused for another reason is that error, not a race to read back.
+    let err = target_http_proxies::ensure(&compute, &proxy("tp3"), &mut changes)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("Invalid value for field 'resource.name'"),
+        "{err}"
+    );
+}
+
+/// The HTTPS proxy's insert race: the winner is read back and brought in line.
+#[tokio::test]
+async fn an_https_proxy_insert_race_reads_the_winner_back() {
+    let server = MockServer::start().await;
+    other_lists_empty(&server).await;
+    let proxies = format!("{G}/targetHttpsProxies");
+    once(
+        &server,
+        "POST",
+        &proxies,
+        answer(409, "ALREADY_EXISTS", "The resource 'ts1' already exists"),
+    )
+    .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{proxies}/ts1")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "name": "ts1", "urlMap": "projects/p1/global/urlMaps/um1",
+            "sslCertificates": ["projects/p1/global/sslCertificates/old"]})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    once(
+        &server,
+        "POST",
+        "/compute/v1/projects/p1/targetHttpsProxies/ts1/setSslCertificates",
+        ResponseTemplate::new(200).set_body_json(done_op("op-c")),
+    )
+    .await;
+    let compute = compute_for(&server).await;
+    let desired = model::TargetHttpsProxy::new()
+        .set_name("ts1")
+        .set_url_map("projects/p1/global/urlMaps/um1")
+        .set_ssl_certificates(["projects/p1/global/sslCertificates/new"]);
+    let mut changes = Changes::new();
+    target_https_proxies::ensure(&compute, &desired, &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(events(&changes), ["TargetProxy \"ts1\" updated"]);
+}
