@@ -381,3 +381,27 @@ async fn regional_garbage_collection_deletes_exactly_the_stale_names_of_the_regi
     assert_eq!(seen, want);
     assert_eq!(changes.len(), want.len(), "{changes:?}");
 }
+
+/// Only a 403 makes the security policies "none of ours"; any other failed listing fails the
+/// collection, which deletes nothing it has not listed.
+#[tokio::test]
+async fn a_security_policy_listing_that_fails_otherwise_fails_the_collection() {
+    let server = MockServer::start().await;
+    error(
+        &server,
+        "GET",
+        format!("{G}/securityPolicies"),
+        400,
+        "Invalid value for field 'filter'",
+        "invalid",
+    )
+    .await;
+    let w = world(&server).await;
+    let (result, _, seen) = collect(&server, &w.live).await;
+    let err = result.unwrap_err();
+    assert!(
+        err.to_string().contains("Invalid value for field 'filter'"),
+        "{err}"
+    );
+    assert!(seen.is_empty(), "{seen:?}");
+}
