@@ -156,8 +156,8 @@ chaos: build
 ## niced, one mutant at a time (the machine is shared). It mutates a copy of the working tree,
 ## $(MUTANTS_OUT)/src, in place (the copy keeps its path and its files their times, so its
 ## builds are reused from run to run), and builds in its own target directory,
-## $(MUTANTS_OUT)/target, so it never rebuilds or locks the everyday one. Each mutant rebuilds
-## only the library's unit-test binary (--lib) and the test files its module names, incrementally
+## $(MUTANTS_OUT)/target, so it never rebuilds or locks the everyday one. Each module is its own
+## small crate, and each mutant rebuilds only that crate's unit-test binary (--lib), incrementally
 ## (cargo's default for dev builds), without debug info (the dependencies have none already) and
 ## linked with mold when mold is installed (`apt-get install mold`; not in `make deps`: CI does
 ## not run mutants). mold goes through RUSTFLAGS, so that target builds its dependencies once
