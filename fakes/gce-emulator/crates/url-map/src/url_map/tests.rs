@@ -53,6 +53,23 @@ fn route(
     (a, r.rule.to_string())
 }
 
+/// The trace of a GET of `path` on `host` without headers.
+fn traced(t: &UrlMapTable, host: &str, path: &str) -> RouteTrace {
+    let h = HeaderMap::new();
+    let mut tr = RouteTrace::default();
+    t.route_traced(
+        &RequestView {
+            method: "GET",
+            host,
+            path,
+            query: None,
+            headers: &h,
+        },
+        Some(&mut tr),
+    );
+    tr
+}
+
 fn bs(n: u32) -> String {
     format!("https://x/compute/v1/projects/p/global/backendServices/bs{n}")
 }
@@ -451,18 +468,7 @@ fn a_host_miss_says_why_each_host_rule_missed() {
                       {"hosts": ["exact.example.com"], "pathMatcher": "m"}],
         "pathMatchers": [{"name": "m", "defaultService": bs(1)}],
     }));
-    let h = HeaderMap::new();
-    let mut tr = RouteTrace::default();
-    t.route_traced(
-        &RequestView {
-            method: "GET",
-            host: "a_b.example.com",
-            path: "/",
-            query: None,
-            headers: &h,
-        },
-        Some(&mut tr),
-    );
+    let tr = traced(&t, "a_b.example.com", "/");
     assert_eq!(tr.matched, "defaultService");
     let why: Vec<(&str, &str)> = tr
         .tried
@@ -547,18 +553,7 @@ fn a_route_rule_whose_path_matched_is_closer_than_one_whose_path_did_not() {
             {"priority": 1, "matchRules": [{"prefixMatch": "/api/", "headerMatches": [
                 {"headerName": "x-beta", "exactMatch": "1"}]}], "service": bs(2)}]}],
     }));
-    let h = HeaderMap::new();
-    let mut tr = RouteTrace::default();
-    t.route_traced(
-        &RequestView {
-            method: "GET",
-            host: "h",
-            path: "/api/v2/items",
-            query: None,
-            headers: &h,
-        },
-        Some(&mut tr),
-    );
+    let tr = traced(&t, "h", "/api/v2/items");
     let closest = tr.closest.expect("closest");
     assert!(
         closest
@@ -631,18 +626,7 @@ fn a_trace_describes_route_rule_paths_and_ranks_them_by_agreement() {
             {"priority": 1, "matchRules": [{"fullPathMatch": "/api/v1"}], "service": bs(2)},
             {"priority": 2, "matchRules": [{"regexMatch": "/z.*"}], "service": bs(3)}]}],
     }));
-    let h = HeaderMap::new();
-    let mut tr = RouteTrace::default();
-    t.route_traced(
-        &RequestView {
-            method: "GET",
-            host: "h",
-            path: "/api/v2",
-            query: None,
-            headers: &h,
-        },
-        Some(&mut tr),
-    );
+    let tr = traced(&t, "h", "/api/v2");
     let why: Vec<&str> = tr.tried.iter().map(|t| t.why_not.as_str()).collect();
     assert_eq!(
         why,
@@ -676,18 +660,7 @@ fn a_path_rule_agreeing_on_more_of_the_path_is_closer_whatever_its_length() {
             {"paths": ["/shop/c"], "service": bs(1)},
             {"paths": ["/shop/cart-and-a-long-tail-of-more-letters/*"], "service": bs(2)}]}],
     }));
-    let h = HeaderMap::new();
-    let mut tr = RouteTrace::default();
-    t.route_traced(
-        &RequestView {
-            method: "GET",
-            host: "h",
-            path: "/shop/cart",
-            query: None,
-            headers: &h,
-        },
-        Some(&mut tr),
-    );
+    let tr = traced(&t, "h", "/shop/cart");
     let closest = tr.closest.expect("closest");
     assert_eq!(
         closest.rule,
