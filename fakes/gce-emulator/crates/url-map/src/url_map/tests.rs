@@ -291,6 +291,9 @@ fn paths_are_normalized_per_rfc_3986() {
         ("/%41%42c", "/ABc"),
         ("/a//b", "/a//b"),
         ("/100%", "/100%"),
+        // An escape that ends the path is decoded; a `%` with one character after it is kept.
+        ("/a%41", "/aA"),
+        ("/a%4", "/a%4"),
         ("/public/..%2Fadmin", "/public/..%2Fadmin"),
     ] {
         assert_eq!(normalize_path(raw), want, "{raw}");
