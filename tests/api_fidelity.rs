@@ -109,19 +109,28 @@ impl Target {
         (code, text)
     }
 
-    /// Sends a case (waiting while it is 404 when `retry_404`) and reduces the answer to what
-    /// is compared.
+    /// Sends a case (waiting while it is 404 when `retry_404`; creating the object again while
+    /// its `retry_until` field is absent) and reduces the answer to what is compared.
     fn answer(&self, case: &Value) -> Value {
         let start = Instant::now();
         let (code, text) = loop {
             let (code, text) = self.send(case);
-            if code != 404
-                || case["retry_404"].as_bool() != Some(true)
-                || start.elapsed() > Duration::from_secs(30)
-            {
-                break (code, text);
+            let waited_out = start.elapsed() > Duration::from_secs(30);
+            if code == 404 && case["retry_404"].as_bool() == Some(true) && !waited_out {
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
             }
-            std::thread::sleep(Duration::from_millis(200));
+            if let Some(field) = case["retry_until"].as_str() {
+                let created: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                if code == 201 && created.pointer(field).is_none_or(Value::is_null) && !waited_out {
+                    let name = created["metadata"]["name"].as_str().expect("created name");
+                    let path = format!("{}/{name}", case["path"].as_str().expect("path"));
+                    self.send(&json!({"method": "DELETE", "path": path}));
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+            }
+            break (code, text);
         };
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         let mut a = Map::new();
