@@ -66,6 +66,16 @@ pub(super) struct QueryMatch {
     pub(super) matcher: StringMatch,
 }
 
+/// The pattern of a regex [`Compiler::regex`] compiled, as the URL map wrote it (without the
+/// anchors compilation adds).
+pub(super) fn written(r: &Regex) -> &str {
+    let anchored = r.as_str();
+    anchored
+        .strip_prefix("^(?:")
+        .and_then(|w| w.strip_suffix(")$"))
+        .unwrap_or(anchored)
+}
+
 impl Compiler<'_, '_> {
     pub(super) fn regex(
         &self,

@@ -107,15 +107,7 @@ impl MatchRule {
             None => "any path".to_string(),
             Some(PathMatch::Prefix(p)) => format!("prefixMatch {p:?}"),
             Some(PathMatch::Full(p)) => format!("fullPathMatch {p:?}"),
-            // As the URL map wrote it, without the anchors compilation added.
-            Some(PathMatch::Regex(r)) => {
-                let written = r.as_str();
-                let written = written
-                    .strip_prefix("^(?:")
-                    .and_then(|w| w.strip_suffix(")$"))
-                    .unwrap_or(written);
-                format!("regexMatch {written:?}")
-            }
+            Some(PathMatch::Regex(r)) => format!("regexMatch {:?}", super::matches::written(r)),
         }
     }
 
