@@ -61,33 +61,35 @@ fn wait_for_all(sys: &System, state: &str) -> Result<()> {
 /// The first Event of `my-ingress` with `prefix` ("Normal XPN", "Warning Firewall") whose
 /// message contains `needle`, waited for.
 fn wait_for_event(sys: &System, prefix: &str, needle: &str) -> Result<String> {
-    wait_for(
-        &format!("a {prefix} Event with {needle:?}"),
-        DEADLINE,
-        || {
-            let events = sys.events_for("default", "Ingress", "my-ingress")?;
-            Ok(events
-                .into_iter()
-                .find(|e| e.starts_with(&format!("{prefix}:")) && e.contains(needle)))
-        },
-    )
-    .map_err(|e| anyhow!("{e:#}\n{}", sys.logs()))
+    event_after_touches(sys, None, prefix, needle)
 }
 
 /// Like [`wait_for_event`], touching the Ingress every 2 s (annotation values from `first` on)
 /// until the Event comes: the operator reuses its listing of the network's firewall rules for
 /// `LISTING_TTL` (10 s), so a sync soon after a rule changed may not see the change yet.
 fn touch_until_event(sys: &System, first: u32, prefix: &str, needle: &str) -> Result<String> {
+    event_after_touches(sys, Some(first), prefix, needle)
+}
+
+/// [`wait_for_event`], touching the Ingress every 2 s from annotation value `first` if given.
+fn event_after_touches(
+    sys: &System,
+    first: Option<u32>,
+    prefix: &str,
+    needle: &str,
+) -> Result<String> {
     let mut next = first;
     let mut touched: Option<std::time::Instant> = None;
     wait_for(
         &format!("a {prefix} Event with {needle:?}"),
         DEADLINE,
         || {
-            if touched.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(2)) {
-                touch(sys, next)?;
-                next += 1;
-                touched = Some(std::time::Instant::now());
+            if let Some(n) = next {
+                if touched.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(2)) {
+                    touch(sys, n)?;
+                    next = Some(n + 1);
+                    touched = Some(std::time::Instant::now());
+                }
             }
             let events = sys.events_for("default", "Ingress", "my-ingress")?;
             Ok(events
