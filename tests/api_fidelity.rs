@@ -10,7 +10,9 @@
 //!   `answers.json` instead (`make record-real-api`). Without assets it says it skipped.
 //!
 //! `FIDELITY_LOCAL_BIN` runs another local binary (e.g. an older build, to count how many
-//! cases differed before a change).
+//! cases differed before a change); `FIDELITY_DUMP=<file>` writes the local answers there (the
+//! shape of `answers.json`), to compare two builds or read what the local API says of cases
+//! not recorded yet.
 
 #[path = "real_api/harness.rs"]
 mod harness;
@@ -260,6 +262,11 @@ fn local_api_matches_the_recorded_answers() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let (_proc, url, ca, token) = start_local(tmp.path());
     let got = Target::new(url, &ca, token).answers();
+    if let Some(path) = std::env::var_os("FIDELITY_DUMP") {
+        let doc = json!({"server": "local", "answers": got});
+        let text = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
+        std::fs::write(path, text).expect("write FIDELITY_DUMP");
+    }
     let total = got.len();
     let diffs = differences(&got, &want, false);
     assert!(
