@@ -48,7 +48,7 @@ fn metadata_labels_annotations_finalizers_owners() {
             "metadata.labels: Invalid value: \"bad key\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')".into(),
             "metadata.annotations: Invalid value: \"not ok\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')".into(),
             "metadata.ownerReferences.apiVersion: Invalid value: \"apps/\": version must not be empty".into(),
-            "metadata.ownerReferences.name: Invalid value: \"\": must not be empty".into(),
+            "metadata.ownerReferences.name: Invalid value: \"\": name must not be empty".into(),
             "metadata.finalizers: Invalid value: \"bad finalizer!\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')".into(),
             "metadata.finalizers[1]: Invalid value: \"bad finalizer!\": name is neither a standard finalizer name nor is it fully qualified".into(),
             "metadata.finalizers[2]: Invalid value: \"plain\": name is neither a standard finalizer name nor is it fully qualified".into(),

@@ -60,7 +60,8 @@ pub fn annotations(v: &Value, path: &str) -> Vec<FieldError> {
 }
 
 /// `ValidateOwnerReferences` (the per-reference rules): a version in `apiVersion`, and
-/// non-empty `kind`, `name` and `uid`.
+/// non-empty `kind`, `name` and `uid` (`name must not be empty`: the wording before upstream's
+/// declarative-validation rework, recorded from a real server in tests/real_api/).
 fn owner_references(v: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let path = "metadata.ownerReferences";
@@ -84,7 +85,7 @@ fn owner_references(v: &Value) -> Vec<FieldError> {
                 errs.push(invalid(
                     format!("{path}.{f}"),
                     &Value::from(value),
-                    "must not be empty",
+                    format!("{f} must not be empty"),
                 ));
             }
         }
