@@ -10,6 +10,7 @@ pub mod crds;
 pub mod defaults;
 pub mod discovery;
 pub mod events;
+pub mod go_values;
 pub mod handlers;
 pub mod kubeconfig;
 pub mod local;

@@ -26,6 +26,17 @@ pub enum ListStrategy {
     Set,
 }
 
+/// How a list's elements are identified (server-side apply, `managedFields`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Relationship {
+    /// Replaced as a whole.
+    Atomic,
+    /// Scalars identified by value.
+    Set,
+    /// Maps identified by these keys (sorted).
+    Keyed(Vec<String>),
+}
+
 impl<'a> Schema<'a> {
     /// Follows `$ref` / `allOf: [{$ref}]`.
     pub fn resolve(self) -> Schema<'a> {
@@ -99,6 +110,36 @@ impl<'a> Schema<'a> {
         };
         keys.sort();
         keys
+    }
+
+    /// How structured-merge-diff identifies the elements of the list at this node, as
+    /// kube-openapi's schema conversion decides it (`x-kubernetes-list-type` first, then
+    /// `x-kubernetes-patch-strategy: merge` with or without a merge key).
+    pub fn relationship(self) -> Relationship {
+        let raw = self.node;
+        let resolved = self.resolve().node;
+        let get = |k: &str| {
+            raw.get(k)
+                .or_else(|| resolved.get(k))
+                .and_then(Value::as_str)
+        };
+        match get("x-kubernetes-list-type") {
+            Some("map") => match self.list_map_keys() {
+                keys if keys.is_empty() => Relationship::Set,
+                keys => Relationship::Keyed(keys),
+            },
+            Some("set") => Relationship::Set,
+            Some(_) => Relationship::Atomic,
+            None => match get("x-kubernetes-patch-strategy") {
+                Some(s) if s.split(',').any(|s| s == "merge") => {
+                    match get("x-kubernetes-patch-merge-key") {
+                        Some(_) => Relationship::Keyed(self.list_map_keys()),
+                        None => Relationship::Set,
+                    }
+                }
+                _ => Relationship::Atomic,
+            },
+        }
     }
 
     /// How the list at this node is merged by strategic merge patch and apply.

@@ -88,6 +88,15 @@ pub enum ApiError {
         /// Why, e.g. "the object has been modified; please apply your changes to the latest version and try again".
         message: String,
     },
+    /// 409 `Conflict` of server-side apply: fields another manager owns
+    /// ([`crate::managed_fields::conflicts`]); `details` hold only the causes.
+    #[error("{message}")]
+    ApplyConflict {
+        /// `Apply failed with 1 conflict: conflict with "m" using v1: .data.k`.
+        message: String,
+        /// One per conflicting field (`reason: FieldManagerConflict`).
+        causes: Vec<FieldError>,
+    },
     /// 422 `Invalid`: `{Kind}[.{group}] "{name}" is invalid: {field}: {message}`.
     #[error(
         "{} \"{name}\" is invalid: {field}: {message}",
@@ -171,7 +180,9 @@ impl ApiError {
         match self {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound { .. } | ApiError::NoRoute => StatusCode::NOT_FOUND,
-            ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::AlreadyExists { .. }
+            | ApiError::Conflict { .. }
+            | ApiError::ApplyConflict { .. } => StatusCode::CONFLICT,
             ApiError::Invalid { .. } | ApiError::InvalidFields { .. } => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
@@ -191,7 +202,7 @@ impl ApiError {
             ApiError::Unauthorized => "Unauthorized",
             ApiError::NotFound { .. } | ApiError::NoRoute => "NotFound",
             ApiError::AlreadyExists { .. } => "AlreadyExists",
-            ApiError::Conflict { .. } => "Conflict",
+            ApiError::Conflict { .. } | ApiError::ApplyConflict { .. } => "Conflict",
             ApiError::Invalid { .. } | ApiError::InvalidFields { .. } => "Invalid",
             ApiError::BadRequest(_) => "BadRequest",
             ApiError::Forbidden(_) | ApiError::ForbiddenResource { .. } => "Forbidden",
@@ -265,6 +276,13 @@ impl ApiError {
                 "name": name, "group": group, "kind": kind,
                 "causes": [{"reason": "FieldValueInvalid", "message": message, "field": field}],
             })),
+            ApiError::ApplyConflict { causes, .. } => {
+                let causes: Vec<Value> = causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect();
+                Some(json!({"causes": causes}))
+            }
             ApiError::InvalidFields {
                 kind,
                 name,

@@ -270,7 +270,8 @@ pub async fn dispatch(
                 validation::strict(&res, &obj, app.openapi.schema_of(&res))?;
             }
             admission::admit_create(store, &res, &ns, &mut obj)?;
-            let created = store.create(&res, &ns, obj, &Writer::update(manager(q, headers)))?;
+            let writer = Writer::update(manager(q, headers)).with_openapi(app.openapi.clone());
+            let created = store.create(&res, &ns, obj, &writer)?;
             Ok(created_or_ok(
                 StatusCode::CREATED,
                 &created,
@@ -291,7 +292,7 @@ pub async fn dispatch(
                 name,
                 obj,
                 status_only,
-                &Writer::update(manager(q, headers)),
+                &Writer::update(manager(q, headers)).with_openapi(app.openapi.clone()),
             )?;
             Ok(created_or_ok(StatusCode::OK, &updated, &res, accept, q))
         }
@@ -320,9 +321,23 @@ pub async fn dispatch(
                     manager: manager.clone(),
                     operation: "Apply",
                     applied: Some(config.clone()),
+                    openapi: Some(app.openapi.clone()),
                 };
+                let force = q.get("force").map(String::as_str) == Some("true");
+                let skip_status = res.status_subresource && !status_only;
                 let result = store.modify(&res, &ns, name, status_only, &writer, |live| {
                     let merged = apply::merge(live, &config, &manager, sub, schema);
+                    if !force {
+                        crate::managed_fields::conflicts::check(
+                            live,
+                            &merged,
+                            &manager,
+                            sub,
+                            schema,
+                            skip_status,
+                            res.crd_version.is_none(),
+                        )?;
+                    }
                     // Decoded into its type before defaulting, as the real server does.
                     validation::decoding::check(&res, &merged, &body, app.openapi.schema_of(&res))?;
                     Ok(merged)
@@ -344,7 +359,7 @@ pub async fn dispatch(
                     other => Ok(created_or_ok(StatusCode::OK, &other?, &res, accept, q)),
                 };
             }
-            let writer = Writer::update(manager(q, headers));
+            let writer = Writer::update(manager(q, headers)).with_openapi(app.openapi.clone());
             let patched = store.modify(&res, &ns, name, status_only, &writer, |live| {
                 let patched = patch::apply_patch(kind, live, &body, schema)?;
                 // Decoded into its type before defaulting, as the real server does: a patch

@@ -2,8 +2,8 @@
 //! merged into the live object like a strategic merge patch (lists merge by their schema's keys,
 //! `x-kubernetes-list-map-keys` for custom resources), fields the same manager applied before and
 //! no longer applies are removed, and the manager is recorded in `managedFields` with operation
-//! `Apply`. Not modelled: conflicts between managers (`force` is accepted and has no effect) and
-//! ownership inside lists (lists are owned as a whole for pruning).
+//! `Apply`; conflicts with other managers and `force` are [`crate::managed_fields`]'s. Not
+//! modelled: pruning inside lists (a list no longer applied goes as a whole).
 //!
 //! A configuration the real server's typed conversion refuses (a field the schema does not
 //! declare, a value of the wrong type, a list element without its keys, duplicated keys) is

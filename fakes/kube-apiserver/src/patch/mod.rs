@@ -6,7 +6,6 @@ pub mod apply;
 mod fuzz_inputs;
 #[cfg(test)]
 mod fuzz_tests;
-mod go_values;
 pub mod strategic;
 pub mod typed;
 

@@ -10,7 +10,7 @@
 //! - a value of the wrong type: `expected string, got &value.valueUnstructured{Value:5}`,
 //!   `expected numeric (int or float), got string`, `expected boolean, got &{true}`,
 //!   `expected map, got &{x}`, `expected list, got &{map[name:web]}` (Go's forms:
-//!   [`super::go_values`]); `null` is always accepted;
+//!   [`crate::go_values`]); `null` is always accepted;
 //! - an associative list's element that is `null` or not a map (`.spec.containers: element 0:
 //!   associative list with keys may not have non-map elements`), or omits a key that has no
 //!   default (`... omits key field "port" (and doesn't have default value)`); the list's other
@@ -32,8 +32,8 @@
 
 use serde_json::Value;
 
-use super::go_values::{plain_v, sharp_v, to_string, type_name};
-use crate::schema::Schema;
+use crate::go_values::{plain_v, sharp_v, to_string, type_name};
+use crate::schema::{Relationship, Schema};
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
@@ -162,41 +162,6 @@ fn walk(value: &Value, schema: Schema<'_>, path: &str, top: bool, out: &mut Vec<
     }
 }
 
-/// How a list's elements are identified.
-enum Relationship {
-    Atomic,
-    Set,
-    Keyed(Vec<String>),
-}
-
-/// As kube-openapi's schema conversion decides it (`x-kubernetes-list-type` first).
-fn relationship(schema: Schema<'_>) -> Relationship {
-    let raw = schema.node;
-    let resolved = schema.resolve().node;
-    let get = |k: &str| {
-        raw.get(k)
-            .or_else(|| resolved.get(k))
-            .and_then(Value::as_str)
-    };
-    match get("x-kubernetes-list-type") {
-        Some("map") => match schema.list_map_keys() {
-            keys if keys.is_empty() => Relationship::Set,
-            keys => Relationship::Keyed(keys),
-        },
-        Some("set") => Relationship::Set,
-        Some(_) => Relationship::Atomic,
-        None => match get("x-kubernetes-patch-strategy") {
-            Some(s) if s.split(',').any(|s| s == "merge") => {
-                match get("x-kubernetes-patch-merge-key") {
-                    Some(_) => Relationship::Keyed(schema.list_map_keys()),
-                    None => Relationship::Set,
-                }
-            }
-            _ => Relationship::Atomic,
-        },
-    }
-}
-
 /// The path element of a keyed list's element, `[k1=v1,k2=v2]` (keys sorted, missing keys at
 /// their default); Err: why the element has none.
 fn keyed_element(
@@ -240,7 +205,7 @@ fn set_element(item: &Value) -> Result<String, String> {
 
 fn list(items: &[Value], schema: Schema<'_>, path: &str, out: &mut Vec<String>) {
     let item_schema = schema.items();
-    let relationship = relationship(schema);
+    let relationship = schema.relationship();
     let mut seen = std::collections::HashSet::new();
     for (i, item) in items.iter().enumerate() {
         let element = match &relationship {

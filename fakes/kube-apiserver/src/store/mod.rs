@@ -125,7 +125,7 @@ pub struct ListPage {
 }
 
 /// Who is writing, for managedFields.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Writer {
     /// Field manager name.
     pub manager: String,
@@ -133,6 +133,18 @@ pub struct Writer {
     pub operation: &'static str,
     /// For `Apply`: the applied configuration, whose fields the manager then owns.
     pub applied: Option<Value>,
+    /// The schemas that name list elements in `managedFields` (`None`: lists are leaves).
+    pub openapi: Option<Arc<crate::openapi::OpenApi>>,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("manager", &self.manager)
+            .field("operation", &self.operation)
+            .field("applied", &self.applied)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Writer {
@@ -142,7 +154,14 @@ impl Writer {
             manager: manager.into(),
             operation: "Update",
             applied: None,
+            openapi: None,
         }
+    }
+
+    /// The same writer, naming list elements in `managedFields` by `openapi`'s schemas.
+    pub fn with_openapi(mut self, openapi: Arc<crate::openapi::OpenApi>) -> Self {
+        self.openapi = Some(openapi);
+        self
     }
 }
 

@@ -58,7 +58,8 @@ fn validate_custom(res: &ResourceInfo, name: &str, obj: &Value) -> Result<(), Ap
     refuse(&res.kind, &res.group, name, causes)
 }
 
-/// Value validation of a built-in kind (see [`crate::validation::builtin`]).
+/// Value validation of every kind's metadata and of a built-in kind's contents and update rules
+/// (see [`crate::validation::builtin`]): a create when `old` is `None`.
 ///
 /// Errors: 422 `Invalid` with one cause per field error.
 fn validate_builtin(
@@ -66,9 +67,13 @@ fn validate_builtin(
     ns: &str,
     name: &str,
     obj: &Value,
+    old: Option<&Value>,
     status_only: bool,
 ) -> Result<(), ApiError> {
-    let causes = crate::validation::builtin::validate(res, ns, obj, status_only);
+    let spec_changed = old.is_none_or(|old| {
+        spec_part(obj) != spec_part(old) || obj.get("status") != old.get("status")
+    });
+    let causes = crate::validation::builtin::validate(res, ns, obj, old, status_only, spec_changed);
     // events.k8s.io Events are stored as core Events: the real server names them `Event`.
     let group = if res.is_events_v1() { "" } else { &res.group };
     refuse(&res.kind, group, name, causes)
@@ -184,18 +189,32 @@ impl Store {
         }
         let name_errors = crate::validation::names::check(res, &name, false);
         if !name_errors.is_empty() {
+            // As `ValidateObjectMetaAccessor`: the `generateName` errors, then the name's.
+            let generate = md
+                .get("generateName")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let mut causes: Vec<FieldError> = Vec::new();
+            if !generate.is_empty() {
+                for m in crate::validation::names::check(res, &generate, true) {
+                    causes.push(FieldError {
+                        reason: "FieldValueInvalid",
+                        field: "metadata.generateName".into(),
+                        message: format!("Invalid value: {generate:?}: {m}"),
+                    });
+                }
+            }
+            causes.extend(name_errors.into_iter().map(|m| FieldError {
+                reason: "FieldValueInvalid",
+                field: "metadata.name".into(),
+                message: format!("Invalid value: {name:?}: {m}"),
+            }));
             return Err(ApiError::InvalidFields {
                 kind: res.kind.clone(),
                 name: name.clone(),
                 group: res.group.clone(),
-                causes: name_errors
-                    .into_iter()
-                    .map(|m| FieldError {
-                        reason: "FieldValueInvalid",
-                        field: "metadata.name".into(),
-                        message: format!("Invalid value: {name:?}: {m}"),
-                    })
-                    .collect(),
+                causes,
             });
         }
         md.insert("name".into(), json!(name));
@@ -225,9 +244,17 @@ impl Store {
         crate::defaults::apply(res, &mut obj, None);
         default_custom(res, &mut obj);
         validate_custom(res, &name, &obj)?;
-        validate_builtin(res, ns, &name, &obj, false)?;
-        let fields = managed_fields::entry(writer, &res.api_version(), None, &obj, now);
-        metadata_mut(&mut obj).insert("managedFields".into(), json!([fields]));
+        validate_builtin(res, ns, &name, &obj, None, false)?;
+        let api_version = res.api_version();
+        let write = managed_fields::Write {
+            writer,
+            api_version: &api_version,
+            subresource: None,
+            schema: writer.openapi.as_deref().and_then(|o| o.schema_of(res)),
+            skip_status: res.status_subresource,
+            builtin: res.crd_version.is_none(),
+        };
+        managed_fields::record(&mut obj, None, &write, now);
         let mut inner = self.lock();
         self.check_namespace(&inner, res, ns)?;
         let key = (res.storage.clone(), ns.to_string(), name.clone());
@@ -373,12 +400,13 @@ impl Store {
         }
         crate::defaults::apply(res, &mut result, Some(&old));
         default_custom(res, &mut result);
-        // Metadata-only writes (finalizer removal, labels) never fail on stored values, like the
-        // real server's validation ratcheting of unchanged fields.
+        // Metadata-only writes (finalizer removal, labels) never fail on stored contents, like
+        // the real server's validation ratcheting of unchanged fields; metadata is always
+        // validated.
         if spec_part(&result) != spec_part(&old) || result.get("status") != old.get("status") {
             validate_custom(res, name, &result)?;
-            validate_builtin(res, ns, name, &result, status_only)?;
         }
+        validate_builtin(res, ns, name, &result, Some(&old), status_only)?;
         if spec_part(&result) != spec_part(&old) && old["metadata"].get("generation").is_some() {
             let g = old["metadata"]["generation"].as_i64().unwrap_or(1) + 1;
             metadata_mut(&mut result).insert("generation".into(), json!(g));
@@ -391,14 +419,16 @@ impl Store {
         if result == old {
             return Ok(Self::present(res, &old));
         }
-        let subresource = status_only.then_some("status");
-        managed_fields::record(
-            &mut result,
+        let api_version = res.api_version();
+        let write = managed_fields::Write {
             writer,
-            &res.api_version(),
-            subresource,
-            Utc::now(),
-        );
+            api_version: &api_version,
+            subresource: status_only.then_some("status"),
+            schema: writer.openapi.as_deref().and_then(|o| o.schema_of(res)),
+            skip_status: res.status_subresource && !status_only,
+            builtin: res.crd_version.is_none(),
+        };
+        managed_fields::record(&mut result, Some(&old), &write, Utc::now());
         let remove = ready_to_remove(&result, chrono::Duration::zero());
         let stored = self.commit(
             inner,

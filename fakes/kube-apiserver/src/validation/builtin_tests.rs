@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{core, networking};
+use super::{config, core, networking};
 
 fn lines(errs: Vec<crate::crd_validation::FieldError>) -> Vec<String> {
     errs.iter().map(|e| e.to_line()).collect()
@@ -65,7 +65,10 @@ fn ingress_class_service_secret_lease() {
         ]
     );
     let tls = json!({"type": "kubernetes.io/tls", "data": {"tls.crt": "eA=="}});
-    assert_eq!(lines(core::secret(&tls)), ["data[tls.key]: Required value"]);
+    assert_eq!(
+        lines(config::secret(&tls)),
+        ["data[tls.key]: Required value"]
+    );
     let lease = json!({"spec": {"leaseDurationSeconds": 0}});
     assert_eq!(
         lines(core::lease(&lease)),

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::errors::{
     arr, duplicate, forbidden, invalid, not_supported, port_num, required, s, too_many,
 };
-use super::names::{dns1123_label, dns1123_subdomain};
+use super::names::{dns1123_label, dns1123_subdomain, qualified_name};
 use crate::crd_validation::FieldError;
 
 /// `ValidateService` (ports, type, protocol, nodePort with `ClusterIP`, sessionAffinity).
@@ -89,14 +89,33 @@ pub fn service_spec(obj: &Value) -> Vec<FieldError> {
     errs
 }
 
-/// `ValidateSecret`: a `kubernetes.io/tls` Secret needs `data[tls.crt]` and `data[tls.key]`.
-pub fn secret(obj: &Value) -> Vec<FieldError> {
+/// The service-node-port range of a kube-apiserver started without
+/// `--service-node-port-range`: 30000-32767.
+pub const NODE_PORT_RANGE: std::ops::RangeInclusive<i64> = 30000..=32767;
+
+/// The node port allocator's refusal (k8s.io/kubernetes `pkg/registry/core/service/portallocator`
+/// `ErrNotInRange`, raised by the Service registry's `allocNodePorts` after validation): a
+/// `nodePort` this Service did not hold before, outside [`NODE_PORT_RANGE`], is
+/// `spec.ports[i].nodePort: Invalid value: 80: provided port is not in the valid range. The
+/// range of valid ports is 30000-32767`.
+pub fn service_node_ports(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let held: BTreeSet<i64> = old
+        .map(|o| arr(&o["spec"]["ports"]))
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| p["nodePort"].as_i64())
+        .collect();
     let mut errs = Vec::new();
-    if s(obj, &["type"]) == "kubernetes.io/tls" {
-        for key in ["tls.crt", "tls.key"] {
-            if obj["data"].get(key).is_none() {
-                errs.push(required(format!("data[{key}]"), ""));
-            }
+    for (i, p) in arr(&obj["spec"]["ports"]).iter().enumerate() {
+        let Some(np) = p["nodePort"].as_i64().filter(|n| *n != 0) else {
+            continue;
+        };
+        if !held.contains(&np) && !NODE_PORT_RANGE.contains(&np) {
+            errs.push(invalid(
+                format!("spec.ports[{i}].nodePort"),
+                &Value::from(np),
+                "provided port is not in the valid range. The range of valid ports is 30000-32767",
+            ));
         }
     }
     errs
@@ -198,44 +217,6 @@ pub fn event(obj: &Value, namespace: &str, events_v1: bool) -> Vec<FieldError> {
                 format!("has invalid value: {ty}"),
             ));
         }
-    }
-    errs
-}
-
-const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-
-/// `IsQualifiedName` of apimachinery: an optional DNS-subdomain prefix and `/`, then a name of
-/// at most 63 alphanumerics, `-`, `_`, `.` that starts and ends alphanumeric.
-fn qualified_name(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    let (prefix, name) = match value.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, value),
-    };
-    if let Some(p) = prefix {
-        if p.is_empty() {
-            errs.push("prefix part must be non-empty".to_string());
-        } else {
-            errs.extend(
-                dns1123_subdomain(p)
-                    .into_iter()
-                    .map(|m| format!("prefix part {m}")),
-            );
-        }
-    }
-    if name.is_empty() {
-        errs.push("name part must be non-empty".into());
-    } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 characters".into());
-    }
-    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    if !(alnum(name.chars().next())
-        && alnum(name.chars().last())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
-    {
-        errs.push(QUALIFIED_NAME_MSG.into());
     }
     errs
 }

@@ -1,5 +1,5 @@
 //! How the real server prints a value of an apply configuration in its typed-conversion errors
-//! ([`super::typed`]). The configuration is decoded into Go's `interface{}` tree
+//! ([`crate::patch::typed`]) and in the paths of apply conflicts ([`crate::managed_fields`]). The configuration is decoded into Go's `interface{}` tree
 //! (`map[string]interface {}`, `[]interface {}`, `string`, `bool`, `nil`, and numbers: `int64`
 //! when integral and in range, else `float64`, so `1.0` and `1e6` are the integers `1` and
 //! `1000000`), wrapped in structured-merge-diff's `*value.valueUnstructured`, and formatted
