@@ -320,8 +320,47 @@ fn real_api_matches_the_recorded_answers() {
         eprintln!("recorded the answers of {version}");
         return;
     }
-    let want = recorded();
-    let diffs = differences(&got, &want, true);
+    let mut want = recorded();
+    // Each answer is compared with the live server only when that server's version recorded
+    // it (`recorded_by`, else `server`): servers of other versions word some answers
+    // differently (v1.24 says `Ingress.extensions`, v1.28 `Ingress.networking.k8s.io`), and a
+    // tier run against whatever `KUBEBUILDER_ASSETS` holds must not fail on that.
+    let live = real
+        .version
+        .strip_prefix("Kubernetes ")
+        .unwrap_or(&real.version)
+        .to_string();
+    let names: Vec<String> = want["answers"]
+        .as_object()
+        .map(|a| a.keys().cloned().collect())
+        .unwrap_or_default();
+    let mut other = 0;
+    for name in names {
+        let by = want["recorded_by"]
+            .get(&name)
+            .or_else(|| want.get("server"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if by != live {
+            other += 1;
+            if let Some(answers) = want["answers"].as_object_mut() {
+                answers.remove(&name);
+            }
+        }
+    }
+    let compared = want["answers"].as_object().map_or(0, |a| a.len());
+    eprintln!(
+        "comparing the {compared} answers recorded by {live}; {other} recorded by other versions left out"
+    );
+    let got: Map<String, Value> = got
+        .into_iter()
+        .filter(|(name, _)| want["answers"].get(name).is_some())
+        .collect();
+    let diffs: Vec<String> = differences(&got, &want, true)
+        .into_iter()
+        .filter(|d| !d.ends_with(": not recorded"))
+        .collect();
     assert!(
         diffs.is_empty(),
         "the live server {} answers differently from the recording of {}: re-record with \
