@@ -6,6 +6,11 @@
 //! Node's Pod CIDR, and registers each Node as a Compute Engine
 //! instance when given a Compute endpoint ([`instances`]). They are ordinary API clients
 //! (kube-rs) of the local server, so they can serve any API server.
+//!
+//! Both lag what they react to as a real cluster's do (the kubelet's status write, the
+//! EndpointSlice controller's sync; [`LocalOptions`]): an instantaneous fake hides the races a
+//! cluster has, such as the window between a readiness gate turning True and the Pod's
+//! EndpointSlice entry saying ready (issue 40).
 
 pub mod agnhost;
 pub mod annotations;
@@ -30,6 +35,18 @@ pub mod user_command;
 pub mod whereami;
 
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long the local kubelet takes to write a Pod's status after what it reacts to (a probe
+/// result, a readiness-gate condition written by another client): a real kubelet's pod worker
+/// and status manager take tens of milliseconds (issue 40 measured 21 ms from the gate turning
+/// True to the kubelet's `Ready`).
+pub const DEFAULT_KUBELET_STATUS_DELAY: Duration = Duration::from_millis(20);
+
+/// How long the local EndpointSlice controller takes from a trigger (a Pod's `Ready` changing)
+/// to reading and writing the slices: kube-controller-manager's EndpointSlice controller lags
+/// the Pod by its informer, work queue and API write, tens of milliseconds.
+pub const DEFAULT_ENDPOINT_SLICE_DELAY: Duration = Duration::from_millis(40);
 
 /// Options of the local controllers.
 #[derive(Clone, Debug)]
@@ -46,6 +63,12 @@ pub struct LocalOptions {
     pub instances: Option<instances::InstanceOptions>,
     /// Images whose containers run a user's program (`--image-command IMAGE=COMMAND`).
     pub image_commands: user_command::ImageCommands,
+    /// The kubelet's status write lag ([`DEFAULT_KUBELET_STATUS_DELAY`],
+    /// `--kubelet-status-delay-ms`).
+    pub kubelet_status_delay: Duration,
+    /// The EndpointSlice controller's lag ([`DEFAULT_ENDPOINT_SLICE_DELAY`],
+    /// `--endpoint-slice-delay-ms`).
+    pub endpoint_slice_delay: Duration,
 }
 
 impl Default for LocalOptions {
@@ -56,6 +79,8 @@ impl Default for LocalOptions {
             project: "local-project".to_string(),
             instances: None,
             image_commands: user_command::ImageCommands::default(),
+            kubelet_status_delay: DEFAULT_KUBELET_STATUS_DELAY,
+            endpoint_slice_delay: DEFAULT_ENDPOINT_SLICE_DELAY,
         }
     }
 }
@@ -78,10 +103,15 @@ pub async fn run(client: kube::Client, options: LocalOptions) -> anyhow::Result<
     )
     .await?;
     tokio::join!(
-        endpoint_slice_controller::run(client.clone()),
+        endpoint_slice_controller::run(client.clone(), options.endpoint_slice_delay),
         replica_set::run(client.clone()),
         deployment::run(client.clone()),
-        kubelet::run(client, nodes, Arc::new(options.image_commands))
+        kubelet::run(
+            client,
+            nodes,
+            options.kubelet_status_delay,
+            Arc::new(options.image_commands)
+        )
     );
     Ok(())
 }

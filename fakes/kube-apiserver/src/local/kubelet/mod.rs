@@ -72,6 +72,8 @@ struct Kubelet {
     client: Client,
     /// Images run as a user's program.
     commands: Arc<ImageCommands>,
+    /// How long a status write lags what caused it ([`super::LocalOptions`]).
+    status_delay: std::time::Duration,
     /// Events to publish, drained by one task so Pod workers never wait on the API.
     events: mpsc::UnboundedSender<(ObjectReference, Event)>,
 }
@@ -135,8 +137,13 @@ struct Tracked {
 
 /// Watches all Pods and runs those not opted out on the served Nodes (containers whose image
 /// is in `commands` run that program) until the watch stream ends (never: errors are retried
-/// with backoff).
-pub async fn run(client: Client, nodes: Arc<NodeSet>, commands: Arc<ImageCommands>) {
+/// with backoff). Each status write lags its cause by `status_delay`.
+pub async fn run(
+    client: Client,
+    nodes: Arc<NodeSet>,
+    status_delay: std::time::Duration,
+    commands: Arc<ImageCommands>,
+) {
     let (events, queue) = mpsc::unbounded_channel();
     let reporter = Reporter {
         controller: "kubelet".to_string(),
@@ -149,6 +156,7 @@ pub async fn run(client: Client, nodes: Arc<NodeSet>, commands: Arc<ImageCommand
     let kubelet = Arc::new(Kubelet {
         client: client.clone(),
         commands,
+        status_delay,
         events,
     });
     let pods: Api<Pod> = Api::all(client);
