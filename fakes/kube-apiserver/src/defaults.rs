@@ -3,7 +3,8 @@
 //! `restartPolicy`, `terminationGracePeriodSeconds`, `dnsPolicy`, container port `protocol`,
 //! probe `timeoutSeconds`/`periodSeconds`/`successThreshold`/`failureThreshold` and `httpGet`
 //! `path`/`scheme`; Deployment `replicas`, `strategy`, `revisionHistoryLimit`,
-//! `progressDeadlineSeconds` and its Pod template (as a Pod spec); initial `status` of Pods,
+//! `progressDeadlineSeconds` and its Pod template (as a Pod spec); ReplicaSet, StatefulSet and
+//! DaemonSet `replicas`, strategies, history limits and templates; initial `status` of Pods,
 //! Namespaces, Services and Ingresses. Values follow the real API's defaulting functions
 //! (k8s.io/kubernetes pkg/apis/core/v1/defaults.go and pkg/apis/apps/v1/defaults.go).
 
@@ -32,6 +33,7 @@ pub fn apply(res: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
             pod_spec(&mut obj["spec"]);
         }
         "apps/deployments" => deployment(obj),
+        "apps/replicasets" | "apps/statefulsets" | "apps/daemonsets" => workload(res, obj),
         "/namespaces" => {
             set_default(obj, "spec", json!({"finalizers": ["kubernetes"]}));
             set_default(obj, "status", json!({"phase": "Active"}));
@@ -135,6 +137,49 @@ fn deployment(obj: &mut Value) {
     }
     set_default(spec, "revisionHistoryLimit", json!(10));
     set_default(spec, "progressDeadlineSeconds", json!(600));
+    if spec["template"].is_object() {
+        set_default(&mut spec["template"], "spec", json!({}));
+        pod_spec(&mut spec["template"]["spec"]);
+    }
+}
+
+/// ReplicaSet, StatefulSet and DaemonSet defaults (`SetDefaults_ReplicaSet`,
+/// `SetDefaults_StatefulSet`, `SetDefaults_DaemonSet`): 1 replica (not DaemonSets);
+/// StatefulSets `OrderedReady`, a `RollingUpdate` with partition 0, Retain PVC policies;
+/// DaemonSets a `RollingUpdate` of maxUnavailable 1, maxSurge 0; both keep 10 revisions; the
+/// template as a Pod spec.
+fn workload(res: &ResourceInfo, obj: &mut Value) {
+    set_default(obj, "spec", json!({}));
+    let spec = &mut obj["spec"];
+    if !spec.is_object() {
+        return;
+    }
+    match res.storage.as_str() {
+        "apps/statefulsets" => {
+            set_default(spec, "replicas", json!(1));
+            set_default(spec, "podManagementPolicy", json!("OrderedReady"));
+            set_default(
+                spec,
+                "updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+            );
+            set_default(spec, "revisionHistoryLimit", json!(10));
+            set_default(
+                spec,
+                "persistentVolumeClaimRetentionPolicy",
+                json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+            );
+        }
+        "apps/daemonsets" => {
+            set_default(
+                spec,
+                "updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+            );
+            set_default(spec, "revisionHistoryLimit", json!(10));
+        }
+        _ => set_default(spec, "replicas", json!(1)),
+    }
     if spec["template"].is_object() {
         set_default(&mut spec["template"], "spec", json!({}));
         pod_spec(&mut spec["template"]["spec"]);

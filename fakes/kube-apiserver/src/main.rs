@@ -66,6 +66,11 @@ struct Args {
     /// balancer's firewall rule.
     #[arg(long, default_value = "gke-local-node", value_delimiter = ',')]
     node_tags: Vec<String>,
+    /// `IMAGE=COMMAND`: containers of this image (exact, or any tag of the repository) run
+    /// `sh -c COMMAND` on this machine, which must listen on `127.0.0.1:$PORT`; the container's
+    /// port on the Pod IP forwards to it (repeatable; docs/kube-apiserver-local.md).
+    #[arg(long = "image-command")]
+    image_commands: Vec<String>,
 }
 
 #[tokio::main]
@@ -81,6 +86,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     let zones = fake_kube_apiserver::local::nodes::parse_zones(&args.nodes)?;
+    let image_commands = local::user_command::ImageCommands::parse(&args.image_commands)?;
     let running = server::start(ServerOptions {
         listen: args.listen,
         kubeconfig_out: args.kubeconfig_out.clone(),
@@ -104,6 +110,7 @@ async fn main() -> anyhow::Result<()> {
         let client =
             kube::Client::try_from(config).context("building the local controllers' client")?;
         let options = LocalOptions {
+            image_commands,
             pod_ip_range: args.pod_ip_range.clone(),
             zones,
             kubelet_status_delay: std::time::Duration::from_millis(args.kubelet_status_delay_ms),

@@ -9,7 +9,11 @@ use serde_json::{json, Value};
 use crate::meta::{self, age, human_duration, parse_time};
 use crate::registry::ResourceInfo;
 
+mod apps;
 mod node;
+mod rbac;
+
+pub use apps::format_label_selector;
 
 /// Whether an `Accept` header asks for a Table.
 pub fn wants_table(accept: &str) -> bool {
@@ -62,6 +66,10 @@ pub fn columns(res: &ResourceInfo) -> Vec<Value> {
     let s = |n: &str| col(n, "string", "", 0, "");
     let wide = |n: &str| col(n, "string", "", 1, "");
     let mut cols = vec![name_col()];
+    if let Some(apps) = apps::columns(&res.storage) {
+        cols.extend(apps);
+        return cols;
+    }
     match res.storage.as_str() {
         "/pods" => cols.extend([
             s("Ready"),
@@ -96,15 +104,6 @@ pub fn columns(res: &ResourceInfo) -> Vec<Value> {
             cols.extend([s("AddressType"), s("Ports"), s("Endpoints"), age_col()])
         }
         "coordination.k8s.io/leases" => cols.extend([s("Holder"), age_col()]),
-        "apps/deployments" => cols.extend([
-            s("Ready"),
-            col("Up-to-date", "integer", "", 0, ""),
-            col("Available", "integer", "", 0, ""),
-            age_col(),
-            wide("Containers"),
-            wide("Images"),
-            wide("Selector"),
-        ]),
         "/serviceaccounts" => cols.extend([col("Secrets", "integer", "", 0, ""), age_col()]),
         "rbac.authorization.k8s.io/rolebindings"
         | "rbac.authorization.k8s.io/clusterrolebindings" => cols.extend([
@@ -404,6 +403,10 @@ pub fn cells(res: &ResourceInfo, o: &Value) -> Vec<Value> {
         return cells;
     }
     let mut cells = vec![json!(meta::name(o))];
+    if let Some(apps) = apps::cells(&res.storage, o) {
+        cells.extend(apps);
+        return cells;
+    }
     match res.storage.as_str() {
         "/pods" => cells.extend(pod_cells(o)),
         "/nodes" => cells.extend(node::cells(o, age(o))),
@@ -482,13 +485,12 @@ pub fn cells(res: &ResourceInfo, o: &Value) -> Vec<Value> {
             json!(o["spec"]["holderIdentity"].as_str().unwrap_or_default()),
             json!(age(o)),
         ]),
-        "apps/deployments" => cells.extend(deployment_cells(o)),
         "/serviceaccounts" => cells.extend([
             json!(o["secrets"].as_array().map_or(0, Vec::len)),
             json!(age(o)),
         ]),
         "rbac.authorization.k8s.io/rolebindings"
-        | "rbac.authorization.k8s.io/clusterrolebindings" => cells.extend(binding_cells(o)),
+        | "rbac.authorization.k8s.io/clusterrolebindings" => cells.extend(rbac::binding_cells(o)),
         "admissionregistration.k8s.io/mutatingwebhookconfigurations"
         | "admissionregistration.k8s.io/validatingwebhookconfigurations" => cells.extend([
             json!(o["webhooks"].as_array().map_or(0, Vec::len)),
@@ -518,77 +520,6 @@ pub fn cells(res: &ResourceInfo, o: &Value) -> Vec<Value> {
         _ => cells.push(json!(meta::str_field(o, "creationTimestamp"))),
     }
     cells
-}
-
-/// Deployment cells as `printDeployment` prints them: READY `ready/desired`, UP-TO-DATE,
-/// AVAILABLE, AGE; wide CONTAINERS, IMAGES, SELECTOR.
-fn deployment_cells(o: &Value) -> Vec<Value> {
-    let st = &o["status"];
-    let n = |v: &Value| v.as_i64().unwrap_or(0);
-    let containers = o["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let names: Vec<String> = containers
-        .iter()
-        .map(|c| c["name"].as_str().unwrap_or_default().to_string())
-        .collect();
-    let images: Vec<String> = containers
-        .iter()
-        .map(|c| c["image"].as_str().unwrap_or_default().to_string())
-        .collect();
-    let selector: Vec<String> = o["spec"]["selector"]["matchLabels"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-        .collect();
-    vec![
-        json!(format!(
-            "{}/{}",
-            n(&st["readyReplicas"]),
-            o["spec"]["replicas"].as_i64().unwrap_or(1)
-        )),
-        json!(n(&st["updatedReplicas"])),
-        json!(n(&st["availableReplicas"])),
-        json!(age(o)),
-        json!(names.join(",")),
-        json!(images.join(",")),
-        json!(join_or(selector, "<none>")),
-    ]
-}
-
-/// (Cluster)RoleBinding cells as `printRoleBinding` prints them: ROLE `Kind/name`, AGE; wide
-/// USERS, GROUPS, SERVICEACCOUNTS (`namespace:name`).
-fn binding_cells(o: &Value) -> Vec<Value> {
-    let subjects = |kind: &str| -> String {
-        o["subjects"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|s| s["kind"] == kind)
-            .map(|s| {
-                let name = s["name"].as_str().unwrap_or_default();
-                match s["namespace"].as_str() {
-                    Some(ns) if kind == "ServiceAccount" => format!("{ns}:{name}"),
-                    _ => name.to_string(),
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let role = &o["roleRef"];
-    vec![
-        json!(format!(
-            "{}/{}",
-            role["kind"].as_str().unwrap_or_default(),
-            role["name"].as_str().unwrap_or_default()
-        )),
-        json!(age(o)),
-        json!(subjects("User")),
-        json!(subjects("Group")),
-        json!(subjects("ServiceAccount")),
-    ]
 }
 
 /// A row; `include_object` is `None`, `Metadata` (default) or `Object`.

@@ -16,7 +16,7 @@ fn pod(name: &str, app: &str, port: i32, opted_in: bool) -> Pod {
     let annotations = if opted_in {
         json!({"local.gclb-operator.dev/run": "echo"})
     } else {
-        json!({})
+        json!({"local.gclb-operator.dev/run": "none"})
     };
     serde_json::from_value(json!({
         "apiVersion": "v1",
@@ -84,7 +84,7 @@ async fn slices_follow_named_ports_selection_changes_and_service_deletion() {
     pods.create(&PostParams::default(), &pod("shop-b", "shop", 8081, true))
         .await
         .unwrap();
-    // Not opted in: never gets an IP, so never an endpoint.
+    // Opted out of the local kubelet: never gets an IP, so never an endpoint.
     pods.create(&PostParams::default(), &pod("shop-c", "shop", 8080, false))
         .await
         .unwrap();

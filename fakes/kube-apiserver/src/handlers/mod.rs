@@ -2,6 +2,7 @@
 //! (`/api/v1/...`, `/apis/{group}/{version}/...`, with `namespaces/{ns}/` and `/status`).
 
 mod objects;
+mod scale;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -9,7 +9,7 @@ use axum::response::Response;
 use http::{header, HeaderMap, Method, StatusCode};
 use serde_json::{json, Value};
 
-use super::{json_response, streaming, App, Query, ResourcePath};
+use super::{json_response, scale, streaming, App, Query, ResourcePath};
 use crate::admission;
 use crate::auth::{reviews, RequestContext};
 use crate::patch::{self, apply, PatchType};
@@ -170,6 +170,14 @@ pub async fn dispatch(
         let token =
             reviews::token_request(&app.auth, store, &ns, name, decode_body(headers, &body)?)?;
         return Ok(json_response(StatusCode::CREATED, &token));
+    }
+    if let (Some("scale"), Some(name)) = (rp.subresource.as_deref(), rp.name.as_deref()) {
+        if !res.has_subresource("scale") || rp.namespace.is_none() {
+            return Err(ApiError::NoRoute);
+        }
+        let ns = rp.namespace.clone().unwrap_or_default();
+        let manager = manager(q, headers);
+        return scale::serve(store, &res, &ns, name, method, headers, &body, manager);
     }
     if q.get("dryRun").is_some_and(|d| !d.is_empty()) {
         return Err(ApiError::BadRequest("dryRun is not supported by fake-kube-apiserver; run the request without --dry-run=server".into()));

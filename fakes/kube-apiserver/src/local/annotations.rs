@@ -1,12 +1,14 @@
-//! The Pod annotations through which a Pod opts in to the local kubelet and through which tests
-//! steer its built-in server. They are read live: the kubelet applies a change to a running Pod
+//! The Pod annotations through which a Pod chooses what the local kubelet runs (or opts out)
+//! and through which tests steer its built-in server. They are read live: the kubelet applies a change to a running Pod
 //! as soon as its watch sees it. See docs/kube-apiserver.md, "Local Pods and controllers".
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-/// `local.gclb-operator.dev/run`: `echo` or `default-backend`; any other value (or none) leaves
-/// the Pod alone, as a real cluster's Pod waiting for a node would be.
+/// `local.gclb-operator.dev/run`: absent (or `image`), the Pod runs what its images serve
+/// ([`super::images`]); `echo` or `default-backend` run that server whatever the image; any
+/// other value, e.g. `none`, opts the Pod out: it is left alone, as a real cluster's Pod waiting
+/// for a node would be.
 pub const RUN: &str = "local.gclb-operator.dev/run";
 /// `local.gclb-operator.dev/fail-paths`: comma-separated request paths answered with 500
 /// (exact match on the path without the query; `*` alone fails every path).
@@ -32,6 +34,8 @@ pub const GRPC_HEALTH: &str = "local.gclb-operator.dev/grpc-health";
 /// What a Pod runs, from [`RUN`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunMode {
+    /// What each container's image serves ([`super::images::app_for`]).
+    Image,
     /// The echo server: a JSON body naming the Pod and the request.
     Echo,
     /// GKE's default backend: 404 `default backend - 404` on every path, 200 `ok` on `/healthz`
@@ -40,9 +44,13 @@ pub enum RunMode {
 }
 
 impl RunMode {
-    /// The run mode the annotations ask for; `None` when the Pod did not opt in.
+    /// The run mode the annotations ask for; `None` when the Pod opted out.
     pub fn from_annotations(annotations: Option<&BTreeMap<String, String>>) -> Option<RunMode> {
-        match annotations?.get(RUN)?.trim() {
+        let Some(value) = annotations.and_then(|a| a.get(RUN)) else {
+            return Some(RunMode::Image);
+        };
+        match value.trim() {
+            "image" => Some(RunMode::Image),
             "echo" => Some(RunMode::Echo),
             "default-backend" => Some(RunMode::DefaultBackend),
             _ => None,
@@ -126,8 +134,16 @@ mod tests {
     }
 
     #[test]
-    fn run_mode_needs_a_known_value() {
-        assert_eq!(RunMode::from_annotations(None), None);
+    fn every_pod_runs_unless_it_opts_out() {
+        assert_eq!(RunMode::from_annotations(None), Some(RunMode::Image));
+        assert_eq!(
+            RunMode::from_annotations(Some(&ann(&[("app", "web")]))),
+            Some(RunMode::Image)
+        );
+        assert_eq!(
+            RunMode::from_annotations(Some(&ann(&[(RUN, "none")]))),
+            None
+        );
         assert_eq!(
             RunMode::from_annotations(Some(&ann(&[(RUN, "echo")]))),
             Some(RunMode::Echo)

@@ -1,10 +1,11 @@
 //! The built-in server a local Pod runs on each container port: HTTP/1.1 and HTTP/2 (h2c, or
 //! h2 over TLS via ALPN), optionally HTTPS with a self-signed certificate.
 //!
-//! Run mode `echo` answers every request with a JSON body naming the Pod and the request:
-//! `{"pod","namespace","podIP","port","method","path","query","host","headers":{..},"bodyBytes",
-//! "pathRequests"}`
-//! and a header `x-pod-name`. Run mode `default-backend` behaves like GKE's default backend
+//! The echo answers every request with a JSON body naming the Pod, the container and the request:
+//! `{"pod","namespace","container","image","podIP","port","method","path","query","host",
+//! "headers":{..},"bodyBytes","pathRequests"}`
+//! and a header `x-pod-name`. Containers of a known image answer as that image does instead
+//! ([`super::images`]). Run mode `default-backend` behaves like GKE's default backend
 //! (reference 000_8e2dd831946c5b72.txt): 404 `default backend - 404` on every path and 200 `ok`
 //! on `/healthz`. Both obey the live [`PodControls`] (fail paths with 500, added latency,
 //! stopped = listener closed so connections are refused) and the per-request query parameters
@@ -33,7 +34,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::annotations::{PodControls, RunMode};
+use super::annotations::PodControls;
+use super::images::App;
+use super::{agnhost, hello_app, user_command, whereami};
 
 pub mod grpc;
 pub mod grpc_client;
@@ -61,7 +64,7 @@ pub enum EchoError {
     },
 }
 
-/// Who is answering: fixed for a Pod's lifetime.
+/// Who is answering: fixed for a container's lifetime.
 #[derive(Clone, Debug)]
 pub struct PodIdentity {
     /// Pod name.
@@ -70,8 +73,35 @@ pub struct PodIdentity {
     pub namespace: String,
     /// The Pod IP the servers bind.
     pub pod_ip: Ipv4Addr,
-    /// What the Pod runs.
-    pub mode: RunMode,
+    /// What the container answers.
+    pub app: App,
+    /// The container's name.
+    pub container: String,
+    /// The container's image.
+    pub image: String,
+    /// The Node the Pod runs on.
+    pub node: String,
+    /// The Node's zone.
+    pub zone: String,
+    /// `spec.serviceAccountName`.
+    pub service_account: String,
+}
+
+impl PodIdentity {
+    /// An identity with no container, image, Node or zone (tests).
+    pub fn bare(name: &str, namespace: &str, pod_ip: Ipv4Addr, app: App) -> PodIdentity {
+        PodIdentity {
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+            pod_ip,
+            app,
+            container: String::new(),
+            image: String::new(),
+            node: String::new(),
+            zone: String::new(),
+            service_account: String::new(),
+        }
+    }
 }
 
 impl PodIdentity {
@@ -331,6 +361,19 @@ async fn handle(
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
+    if let App::Command { port } = ctx.identity.app {
+        if controls.fails(req.uri().path()) {
+            let text = format!("failing {} as asked by annotation\n", req.uri().path());
+            return Ok(reply(
+                &ctx.identity,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "text/plain",
+                text.into(),
+            ));
+        }
+        let identity = &ctx.identity;
+        return Ok(user_command::forward(&identity.name, &identity.image, port, req).await);
+    }
     let path = req.uri().path().to_string();
     let method = req.method().to_string();
     let host = req
@@ -374,22 +417,66 @@ async fn handle(
         .get("status")
         .and_then(|s| s.parse::<u16>().ok())
         .and_then(|s| StatusCode::from_u16(s).ok());
-    if identity.mode == RunMode::DefaultBackend {
-        let (status, text) = if path == "/healthz" {
-            (StatusCode::OK, "ok")
-        } else {
-            (StatusCode::NOT_FOUND, "default backend - 404")
-        };
-        return Ok(reply(
+    let text_reply = |status: StatusCode, text: String| {
+        Ok(reply(
             identity,
             forced.unwrap_or(status),
             "text/plain; charset=utf-8",
-            Bytes::from_static(text.as_bytes()),
-        ));
+            text.into(),
+        ))
+    };
+    let now = || chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    match &identity.app {
+        App::Echo => {}
+        App::DefaultBackend => {
+            return if path == "/healthz" {
+                text_reply(StatusCode::OK, "ok".into())
+            } else {
+                text_reply(StatusCode::NOT_FOUND, "default backend - 404".into())
+            };
+        }
+        App::HelloApp { version } => {
+            return text_reply(StatusCode::OK, hello_app::body(version, &identity.name));
+        }
+        App::Whereami { metadata } => {
+            if path == "/healthz" {
+                return text_reply(StatusCode::OK, "OK".into());
+            }
+            let at = whereami::Whereabouts {
+                pod_name: identity.name.clone(),
+                pod_namespace: identity.namespace.clone(),
+                pod_ip: identity.pod_ip.to_string(),
+                node_name: identity.node.clone(),
+                zone: identity.zone.clone(),
+                service_account: identity.service_account.clone(),
+                project_id: String::new(),
+                metadata: metadata.clone(),
+            };
+            let mut text =
+                serde_json::to_vec(&whereami::body(&at, &host, &now())).unwrap_or_default();
+            text.push(b'\n');
+            return Ok(reply(
+                identity,
+                forced.unwrap_or(StatusCode::OK),
+                "application/json",
+                text.into(),
+            ));
+        }
+        App::NetExec => {
+            let msg = query.get("msg").map(String::as_str);
+            let (status, text) = agnhost::netexec(&path, msg, &identity.name, &now());
+            return text_reply(status, text);
+        }
+        App::ServeHostname => {
+            return text_reply(StatusCode::OK, agnhost::serve_hostname(&identity.name));
+        }
+        App::Command { .. } => {}
     }
     let json = serde_json::json!({
         "pod": identity.name,
         "namespace": identity.namespace,
+        "container": identity.container,
+        "image": identity.image,
         "podIP": identity.pod_ip.to_string(),
         "port": ctx.port,
         "method": method,

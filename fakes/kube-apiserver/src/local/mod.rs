@@ -1,7 +1,9 @@
-//! Local controllers that make the local API behave like a cluster: the EndpointSlice
-//! controller, and a local kubelet that registers the cluster's Nodes (one by default, several
-//! across zones with `--nodes`) and runs opted-in Pods on them as built-in HTTP echo servers on
-//! loopback Pod IPs from each Node's Pod CIDR, and registers each Node as a Compute Engine
+//! Local controllers that make the local API behave like a cluster: the EndpointSlice,
+//! ReplicaSet ([`replica_set`]) and Deployment ([`deployment`]) controllers, and a local kubelet
+//! that registers the cluster's Nodes (one by default, several across zones with `--nodes`),
+//! schedules every Pod onto them (spreading a workload's replicas across zones) and runs it as
+//! built-in servers answering as its images would ([`images`]) on loopback Pod IPs from each
+//! Node's Pod CIDR, and registers each Node as a Compute Engine
 //! instance when given a Compute endpoint ([`instances`]). They are ordinary API clients
 //! (kube-rs) of the local server, so they can serve any API server.
 //!
@@ -10,10 +12,16 @@
 //! cluster has, such as the window between a readiness gate turning True and the Pod's
 //! EndpointSlice entry saying ready (issue 40).
 
+pub mod agnhost;
 pub mod annotations;
+pub mod deployment;
+pub mod deployment_util;
 pub mod echo;
 pub mod endpoint_slice;
 pub mod endpoint_slice_controller;
+pub mod expectations;
+pub mod hello_app;
+pub mod images;
 pub mod instances;
 pub mod kubelet;
 pub mod node_agent;
@@ -22,6 +30,9 @@ pub mod nodes;
 pub mod pod_ip;
 pub mod pod_status;
 pub mod probe;
+pub mod replica_set;
+pub mod user_command;
+pub mod whereami;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +61,8 @@ pub struct LocalOptions {
     /// Where each Node is registered as a Compute Engine instance (`--compute-endpoint`);
     /// `None` registers none.
     pub instances: Option<instances::InstanceOptions>,
+    /// Images whose containers run a user's program (`--image-command IMAGE=COMMAND`).
+    pub image_commands: user_command::ImageCommands,
     /// The kubelet's status write lag ([`DEFAULT_KUBELET_STATUS_DELAY`],
     /// `--kubelet-status-delay-ms`).
     pub kubelet_status_delay: Duration,
@@ -65,14 +78,15 @@ impl Default for LocalOptions {
             zones: vec![nodes::DEFAULT_ZONE.to_string()],
             project: "local-project".to_string(),
             instances: None,
+            image_commands: user_command::ImageCommands::default(),
             kubelet_status_delay: DEFAULT_KUBELET_STATUS_DELAY,
             endpoint_slice_delay: DEFAULT_ENDPOINT_SLICE_DELAY,
         }
     }
 }
 
-/// Registers the Nodes, then runs the EndpointSlice controller and the local kubelet until
-/// the future is dropped.
+/// Registers the Nodes, then runs the EndpointSlice, ReplicaSet and Deployment controllers and
+/// the local kubelet until the future is dropped.
 ///
 /// Errors: an invalid `pod_ip_range` (returned at once, before anything runs).
 pub async fn run(client: kube::Client, options: LocalOptions) -> anyhow::Result<()> {
@@ -90,7 +104,14 @@ pub async fn run(client: kube::Client, options: LocalOptions) -> anyhow::Result<
     .await?;
     tokio::join!(
         endpoint_slice_controller::run(client.clone(), options.endpoint_slice_delay),
-        kubelet::run(client, nodes, options.kubelet_status_delay)
+        replica_set::run(client.clone()),
+        deployment::run(client.clone()),
+        kubelet::run(
+            client,
+            nodes,
+            options.kubelet_status_delay,
+            Arc::new(options.image_commands)
+        )
     );
     Ok(())
 }

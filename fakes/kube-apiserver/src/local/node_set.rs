@@ -1,7 +1,9 @@
 //! The Nodes this local kubelet serves (registered at start or adopted later), each with its
 //! Pod IP allocator, and the scheduler's choice of a Node for an unbound Pod: the Nodes whose
 //! labels satisfy the Pod's `spec.nodeSelector` (so `topology.kubernetes.io/zone: us-central1-b`
-//! pins a zone), taken round-robin in name order. Affinity, taints and resources are not
+//! pins a zone); among them the least loaded by the Pod's siblings (the scheduler's default
+//! topology spread of a workload's replicas across zones, then Nodes), taken round-robin in
+//! name order on ties. Affinity, taints and resources are not
 //! considered (documented in docs/kube-apiserver-local.md).
 
 use std::collections::{BTreeMap, HashMap};
@@ -103,6 +105,16 @@ impl NodeSet {
     /// `spec.nodeSelector`. `Err` carries the scheduler's message for a `FailedScheduling`
     /// Event (`0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.`).
     pub fn schedule(&self, pod: &Pod) -> Result<Arc<LocalNode>, String> {
+        self.schedule_spread(pod, |_| 0)
+    }
+
+    /// [`NodeSet::schedule`] among the fitting Nodes of least `load` (e.g. how many Pods of the
+    /// same owner run in the Node's zone and on the Node), round-robin on ties.
+    pub fn schedule_spread(
+        &self,
+        pod: &Pod,
+        load: impl Fn(&LocalNode) -> usize,
+    ) -> Result<Arc<LocalNode>, String> {
         let all = self.all();
         let selector = pod.spec.as_ref().and_then(|s| s.node_selector.as_ref());
         let fits: Vec<&Arc<LocalNode>> = all
@@ -117,6 +129,8 @@ impl NodeSet {
                 format!("0/{total} nodes are available: {total} node(s) didn't match Pod's node affinity/selector.")
             });
         }
+        let least = fits.iter().map(|n| load(n)).min().unwrap_or(0);
+        let fits: Vec<&Arc<LocalNode>> = fits.into_iter().filter(|n| load(n) == least).collect();
         let key: Vec<&str> = fits.iter().map(|n| n.name()).collect();
         let turn = self
             .next
@@ -182,5 +196,18 @@ mod tests {
         assert!(message.starts_with("0/3 nodes are available"), "{message}");
         set.remove("n2");
         assert!(set.schedule(&zone_b).is_err());
+    }
+
+    #[test]
+    fn spread_prefers_the_least_loaded_zone() {
+        let set = NodeSet::default();
+        set.insert(node("n1", "us-central1-a", 1));
+        set.insert(node("n2", "us-central1-b", 2));
+        set.insert(node("n3", "us-central1-c", 3));
+        let any = pod(serde_json::json!({}));
+        let load = |n: &LocalNode| usize::from(n.config.zone != "us-central1-c");
+        for _ in 0..3 {
+            assert_eq!(set.schedule_spread(&any, load).unwrap().name(), "n3");
+        }
     }
 }

@@ -433,14 +433,15 @@ mod tests {
 
     #[tokio::test]
     async fn http_probe_passes_2xx_and_fails_5xx_with_the_kubelet_message() {
-        use crate::local::annotations::{PodControls, RunMode};
+        use crate::local::annotations::PodControls;
         use crate::local::echo::{tls_config, EchoServer, PodIdentity};
-        let identity = Arc::new(PodIdentity {
-            name: "p".to_string(),
-            namespace: "default".to_string(),
-            pod_ip: std::net::Ipv4Addr::LOCALHOST,
-            mode: RunMode::Echo,
-        });
+        use crate::local::images::App;
+        let identity = Arc::new(PodIdentity::bare(
+            "p",
+            "default",
+            std::net::Ipv4Addr::LOCALHOST,
+            App::Echo,
+        ));
         let (controls, rx) = tokio::sync::watch::channel(PodControls::default());
         let tls = tls_config(&identity).unwrap();
         let plain = EchoServer::start(identity.clone(), 0, None, rx.clone()).unwrap();

@@ -81,6 +81,7 @@ impl Store {
             obj.clone(),
             Some(obj),
         );
+        self.release_foreground_owners(inner, &removed);
         // Garbage collection (background propagation): delete dependents owned by this uid.
         let uid = meta::str_field(&removed, "uid").to_string();
         let dependents: Vec<Key> = inner
@@ -151,7 +152,7 @@ impl Store {
         Ok(Self::present(res, &out))
     }
 
-    fn delete_locked(
+    pub(super) fn delete_locked(
         &self,
         inner: &mut MutexGuard<'_, Inner>,
         res: &ResourceInfo,
@@ -183,6 +184,18 @@ impl Store {
             if rv != meta::str_field(&old, "resourceVersion") {
                 return Err(conflict(format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}", meta::str_field(&old, "resourceVersion"))));
             }
+        }
+        // propagationPolicy (see [`super::garbage_collection`]).
+        let uid = meta::str_field(&old, "uid").to_string();
+        match opts.propagation_policy.as_deref() {
+            Some("Orphan") => self.orphan_dependents(inner, res, ns, &uid),
+            Some("Foreground")
+                if res.storage != "/namespaces"
+                    && !self.dependents(inner, res, ns, &uid).is_empty() =>
+            {
+                return Ok(self.delete_foreground(inner, res, ns, name, old));
+            }
+            _ => {}
         }
         let now = Utc::now();
         let mut grace = 0;

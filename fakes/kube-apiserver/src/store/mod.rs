@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
 mod deletion;
+mod garbage_collection;
 mod names;
 mod namespaces;
 mod write;
@@ -91,7 +92,8 @@ pub struct DeleteOptions {
     pub uid: Option<String>,
     /// `preconditions.resourceVersion`.
     pub resource_version: Option<String>,
-    /// `propagationPolicy` (`Orphan` keeps dependents).
+    /// `propagationPolicy`: `Background` (default), `Foreground` or `Orphan` (see
+    /// `garbage_collection`).
     pub propagation_policy: Option<String>,
 }
 

@@ -1,13 +1,8 @@
 use super::*;
 use crate::local::probe::http_get;
 
-fn identity(mode: RunMode) -> Arc<PodIdentity> {
-    Arc::new(PodIdentity {
-        name: "web-1".to_string(),
-        namespace: "shop".to_string(),
-        pod_ip: Ipv4Addr::LOCALHOST,
-        mode,
-    })
+fn identity(app: App) -> Arc<PodIdentity> {
+    Arc::new(PodIdentity::bare("web-1", "shop", Ipv4Addr::LOCALHOST, app))
 }
 
 async fn get(
@@ -48,7 +43,7 @@ where
 #[tokio::test]
 async fn echo_names_the_pod_and_the_request() {
     let (_tx, rx) = watch::channel(PodControls::default());
-    let server = EchoServer::start(identity(RunMode::Echo), 0, None, rx).unwrap();
+    let server = EchoServer::start(identity(App::Echo), 0, None, rx).unwrap();
     let addr = server.addr();
     let (status, body) = get(addr, false, "/shop/cart?x=1").await.unwrap();
     assert_eq!(status, StatusCode::OK);
@@ -79,7 +74,7 @@ async fn echo_names_the_pod_and_the_request() {
 #[tokio::test]
 async fn controls_apply_live() {
     let (tx, rx) = watch::channel(PodControls::default());
-    let server = EchoServer::start(identity(RunMode::Echo), 0, None, rx).unwrap();
+    let server = EchoServer::start(identity(App::Echo), 0, None, rx).unwrap();
     let addr = server.addr();
     tx.send_modify(|c| {
         c.fail_paths.insert("/healthz".to_string());
@@ -110,7 +105,7 @@ async fn controls_apply_live() {
 #[tokio::test]
 async fn default_backend_answers_404_and_healthz() {
     let (_tx, rx) = watch::channel(PodControls::default());
-    let server = EchoServer::start(identity(RunMode::DefaultBackend), 0, None, rx).unwrap();
+    let server = EchoServer::start(identity(App::DefaultBackend), 0, None, rx).unwrap();
     let (status, body) = get(server.addr(), false, "/anything").await.unwrap();
     assert_eq!(
         (status, body),
@@ -125,7 +120,7 @@ async fn default_backend_answers_404_and_healthz() {
 
 #[tokio::test]
 async fn https_port_serves_tls() {
-    let id = identity(RunMode::Echo);
+    let id = identity(App::Echo);
     let (_tx, rx) = watch::channel(PodControls::default());
     let server = EchoServer::start(id.clone(), 0, Some(tls_config(&id).unwrap()), rx).unwrap();
     let (status, body) = get(server.addr(), true, "/secure").await.unwrap();
@@ -142,7 +137,7 @@ async fn https_port_serves_tls() {
 #[tokio::test]
 async fn h2c_prior_knowledge_is_served() {
     let (_tx, rx) = watch::channel(PodControls::default());
-    let server = EchoServer::start(identity(RunMode::Echo), 0, None, rx).unwrap();
+    let server = EchoServer::start(identity(App::Echo), 0, None, rx).unwrap();
     let stream = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
     let (mut sender, conn) =
         hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
@@ -162,7 +157,7 @@ async fn h2c_prior_knowledge_is_served() {
 #[tokio::test]
 async fn latency_control_and_sleep_ms_delay_the_answer() {
     let (tx, rx) = watch::channel(PodControls::default());
-    let server = EchoServer::start(identity(RunMode::Echo), 0, None, rx).unwrap();
+    let server = EchoServer::start(identity(App::Echo), 0, None, rx).unwrap();
     // Lower bounds only: a delay can never make the answer come sooner.
     let started = std::time::Instant::now();
     assert_eq!(

@@ -1,15 +1,17 @@
-//! The local kubelet: runs Pods that opt in with the annotation
-//! `local.gclb-operator.dev/run: "echo"` (or `"default-backend"`) as built-in servers on a
-//! loopback Pod IP, on the local Nodes ([`super::node_agent`]), and reports their status the way
-//! a kubelet does.
+//! The local kubelet and scheduler stand-in: runs every Pod (unless it opts out with the
+//! annotation `local.gclb-operator.dev/run: none`) as built-in servers on a loopback Pod IP, on
+//! the local Nodes ([`super::node_agent`]), and reports its status the way a kubelet does. What
+//! each container serves follows its image ([`super::images`]); `local.gclb-operator.dev/run:
+//! echo` (or `default-backend`) forces the echo server (or GKE's default backend).
 //!
-//! For each opted-in Pod (not terminal, not bound to a Node this kubelet does not serve) it
+//! For each Pod (not opted out, not terminal, not bound to a Node this kubelet does not serve) it
 //! 1. schedules it when unbound ([`NodeSet::schedule`]: `spec.nodeSelector`, round-robin; a Pod
 //!    no Node fits stays Pending with a `FailedScheduling` Event and is retried when the Nodes
 //!    change) and binds it (`pods/binding`, falling back to a merge patch of `spec.nodeName`,
 //!    leaving it unset if the server refuses both);
 //! 2. picks a random bindable Pod IP from its Node's `spec.podCIDR` and starts an
-//!    [`echo::EchoServer`] on every TCP container port (HTTPS for ports named `https*` or listed
+//!    [`echo::EchoServer`] on every TCP container port (the image's own port when a container
+//!    declares none) (HTTPS for ports named `https*` or listed
 //!    in `local.gclb-operator.dev/tls-ports`); `status.hostIP` is the Node's InternalIP;
 //! 3. runs each container's readinessProbe ([`super::probe`]) and writes `status` with a
 //!    strategic merge patch holding only the kubelet's own conditions ([`super::pod_status`]),
@@ -40,6 +42,7 @@ use tokio::task::JoinHandle;
 use super::annotations::RunMode;
 use super::echo;
 use super::node_set::{LocalNode, NodeSet};
+use super::user_command::ImageCommands;
 
 pub use termination::{grace_period_seconds, pre_stop_delay};
 
@@ -60,10 +63,15 @@ pub enum KubeletError {
     /// A container port could not be served.
     #[error(transparent)]
     Echo(#[from] echo::EchoError),
+    /// A user's program mapped to an image could not start.
+    #[error(transparent)]
+    UserCommand(#[from] super::user_command::UserCommandError),
 }
 
 struct Kubelet {
     client: Client,
+    /// Images run as a user's program.
+    commands: Arc<ImageCommands>,
     /// How long a status write lags what caused it ([`super::LocalOptions`]).
     status_delay: std::time::Duration,
     /// Events to publish, drained by one task so Pod workers never wait on the API.
@@ -99,7 +107,21 @@ struct Worker {
     updates: watch::Sender<Arc<Pod>>,
     /// The Node the Pod runs on.
     node: String,
+    /// The Node's zone.
+    zone: String,
+    /// The uid of the Pod's controller (ownerReference with `controller: true`), if any.
+    owner: Option<String>,
     _task: JoinHandle<()>,
+}
+
+/// The uid of a Pod's controlling owner.
+fn controller_uid(pod: &Pod) -> Option<String> {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.clone())
 }
 
 /// What the kubelet tracks between Pod events.
@@ -113,10 +135,15 @@ struct Tracked {
     pending: HashMap<String, (Pod, String)>,
 }
 
-/// Watches all Pods and runs the opted-in ones on the served Nodes until the watch stream
-/// ends (never: errors are retried with backoff). Each status write lags its cause by
-/// `status_delay`.
-pub async fn run(client: Client, nodes: Arc<NodeSet>, status_delay: std::time::Duration) {
+/// Watches all Pods and runs those not opted out on the served Nodes (containers whose image
+/// is in `commands` run that program) until the watch stream ends (never: errors are retried
+/// with backoff). Each status write lags its cause by `status_delay`.
+pub async fn run(
+    client: Client,
+    nodes: Arc<NodeSet>,
+    status_delay: std::time::Duration,
+    commands: Arc<ImageCommands>,
+) {
     let (events, queue) = mpsc::unbounded_channel();
     let reporter = Reporter {
         controller: "kubelet".to_string(),
@@ -128,6 +155,7 @@ pub async fn run(client: Client, nodes: Arc<NodeSet>, status_delay: std::time::D
     ));
     let kubelet = Arc::new(Kubelet {
         client: client.clone(),
+        commands,
         status_delay,
         events,
     });
@@ -210,7 +238,23 @@ fn observe(kubelet: &Arc<Kubelet>, nodes: &NodeSet, tracked: &mut Tracked, pod: 
             None => return,
         },
         None if pod.metadata.deletion_timestamp.is_some() => return,
-        None => match nodes.schedule(&pod) {
+        None => match nodes.schedule_spread(&pod, |candidate| {
+            // The default topology spread: a workload's replicas go to the zone, then the
+            // Node, that runs fewest of them.
+            let Some(owner) = controller_uid(&pod) else {
+                return 0;
+            };
+            let siblings = tracked
+                .workers
+                .values()
+                .filter(|w| w.owner.as_deref() == Some(owner.as_str()));
+            siblings
+                .map(|w| {
+                    1000 * usize::from(w.zone == candidate.config.zone)
+                        + usize::from(w.node == candidate.name())
+                })
+                .sum()
+        }) {
             Ok(node) => node,
             Err(message) => {
                 let repeated = tracked
@@ -233,6 +277,7 @@ fn observe(kubelet: &Arc<Kubelet>, nodes: &NodeSet, tracked: &mut Tracked, pod: 
         },
     };
     tracked.pending.remove(&uid);
+    let owner = controller_uid(&pod);
     let (updates, receiver) = watch::channel(Arc::new(pod));
     let task = tokio::spawn(pod_worker::run_pod(
         kubelet.clone(),
@@ -245,6 +290,8 @@ fn observe(kubelet: &Arc<Kubelet>, nodes: &NodeSet, tracked: &mut Tracked, pod: 
         Worker {
             updates,
             node: node.name().to_string(),
+            zone: node.config.zone.clone(),
+            owner,
             _task: task,
         },
     );

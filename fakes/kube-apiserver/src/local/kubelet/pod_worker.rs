@@ -17,9 +17,11 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use super::super::annotations::{self, PodControls, RunMode};
 use super::super::echo::{self, EchoServer, PodIdentity};
+use super::super::images::{self, App};
 use super::super::node_set::LocalNode;
 use super::super::pod_status::{self, LocalPodState};
 use super::super::probe::{self, ProbeSpec, ProbeState};
+use super::super::user_command::{self, ImageCommands, UserProcess};
 use super::termination::{finish_deletion, termination_deadline};
 use super::{Kubelet, KubeletError, FIELD_MANAGER};
 
@@ -27,6 +29,8 @@ use super::{Kubelet, KubeletError, FIELD_MANAGER};
 struct Running {
     ip: std::net::Ipv4Addr,
     servers: Vec<EchoServer>,
+    /// Users' programs standing in for images; killed when dropped.
+    programs: Vec<UserProcess>,
     /// Per container (spec order): the resolved readiness probe, `Err` when it cannot run.
     probes: Vec<Option<Result<ProbeSpec, String>>>,
 }
@@ -48,7 +52,7 @@ pub(super) async fn run_pod(
         pod.metadata.annotations.as_ref(),
     ));
     let running = loop {
-        match start(&node, mode, &pod, controls_rx.clone()) {
+        match start(&node, mode, &pod, controls_rx.clone(), &kubelet.commands) {
             Ok(running) => break running,
             Err(error) => {
                 tracing::warn!(pod = %key, %error, "cannot start local Pod; retrying");
@@ -63,6 +67,7 @@ pub(super) async fn run_pod(
     let Running {
         ip,
         mut servers,
+        programs,
         probes,
     } = running;
     tracing::info!(pod = %key, pod_ip = %ip, ports = ?servers.iter().map(|s| s.addr().port()).collect::<Vec<_>>(), "local Pod running");
@@ -187,6 +192,7 @@ pub(super) async fn run_pod(
     for server in servers.drain(..) {
         server.stop().await;
     }
+    drop(programs);
     node.ips.release(ip);
     tracing::info!(pod = %key, "local Pod gone");
 }
@@ -203,6 +209,7 @@ fn start(
     mode: RunMode,
     pod: &Pod,
     controls: watch::Receiver<PodControls>,
+    commands: &ImageCommands,
 ) -> Result<Running, KubeletError> {
     let key = format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any());
     let tls_ports = annotations::tls_ports(pod.metadata.annotations.as_ref());
@@ -224,48 +231,89 @@ fn start(
                 source,
             })?,
         };
-        let identity = Arc::new(PodIdentity {
+        let base = PodIdentity {
             name: pod.name_any(),
             namespace: pod.namespace().unwrap_or_default(),
             pod_ip: ip,
-            mode,
-        });
+            app: App::Echo,
+            container: String::new(),
+            image: String::new(),
+            node: node.name().to_string(),
+            zone: node.config.zone.clone(),
+            service_account: pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.service_account_name.clone())
+                .unwrap_or_else(|| "default".to_string()),
+        };
         let mut tls = None;
         let mut servers: Vec<EchoServer> = Vec::new();
         let mut failure = None;
         let mut seen = HashSet::new();
-        for port in containers(pod)
-            .iter()
-            .flat_map(|c| c.ports.iter().flatten())
-        {
-            let protocol = port.protocol.as_deref().unwrap_or("TCP");
-            let Ok(number) = u16::try_from(port.container_port) else {
-                continue;
-            };
-            if protocol != "TCP" || !seen.insert(number) {
-                continue;
-            }
-            let name = port.name.clone().unwrap_or_default();
-            let https = name.starts_with("https")
-                || tls_ports.contains(&name)
-                || tls_ports.contains(&number.to_string());
-            let config = if https {
-                match &tls {
-                    Some(c) => Some(Arc::clone(c)),
-                    None => {
-                        let c = echo::tls_config(&identity)?;
-                        tls = Some(c.clone());
-                        Some(c)
-                    }
+        let mut programs = Vec::new();
+        'containers: for container in containers(pod) {
+            let image = container.image.as_deref().unwrap_or_default();
+            let app = match commands.command_for(image) {
+                Some(command) if mode == RunMode::Image => {
+                    let program = user_command::spawn(command, container, &key, &pod.name_any())?;
+                    let port = program.port;
+                    programs.push(program);
+                    App::Command { port }
                 }
-            } else {
-                None
+                _ => images::app_for(mode, container),
             };
-            match EchoServer::start(identity.clone(), number, config, controls.clone()) {
-                Ok(server) => servers.push(server),
-                Err(error) => {
-                    failure = Some(error);
-                    break;
+            let identity = Arc::new(PodIdentity {
+                app: app.clone(),
+                container: container.name.clone(),
+                image: container.image.clone().unwrap_or_default(),
+                ..base.clone()
+            });
+            // A container that declares no port still listens where its image does.
+            let declared: Vec<(String, i32, String)> = match &container.ports {
+                Some(ports) if !ports.is_empty() => ports
+                    .iter()
+                    .map(|p| {
+                        (
+                            p.name.clone().unwrap_or_default(),
+                            p.container_port,
+                            p.protocol.clone().unwrap_or_else(|| "TCP".into()),
+                        )
+                    })
+                    .collect(),
+                _ => app
+                    .default_port(container)
+                    .map(|p| (String::new(), i32::from(p), "TCP".to_string()))
+                    .into_iter()
+                    .collect(),
+            };
+            for (name, port, protocol) in declared {
+                let Ok(number) = u16::try_from(port) else {
+                    continue;
+                };
+                if protocol != "TCP" || !seen.insert(number) {
+                    continue;
+                }
+                let https = name.starts_with("https")
+                    || tls_ports.contains(&name)
+                    || tls_ports.contains(&number.to_string());
+                let config = if https {
+                    match &tls {
+                        Some(c) => Some(Arc::clone(c)),
+                        None => {
+                            let c = echo::tls_config(&identity)?;
+                            tls = Some(c.clone());
+                            Some(c)
+                        }
+                    }
+                } else {
+                    None
+                };
+                match EchoServer::start(identity.clone(), number, config, controls.clone()) {
+                    Ok(server) => servers.push(server),
+                    Err(error) => {
+                        failure = Some(error);
+                        break 'containers;
+                    }
                 }
             }
         }
@@ -282,6 +330,7 @@ fn start(
                 return Ok(Running {
                     ip,
                     servers,
+                    programs,
                     probes,
                 });
             }

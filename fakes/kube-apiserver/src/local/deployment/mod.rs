@@ -1,0 +1,533 @@
+//! The local Deployment controller (kubernetes/kubernetes `pkg/controller/deployment`): for each
+//! Deployment it keeps one ReplicaSet per Pod template, named `<deployment>-<pod-template-hash>`
+//! with the `pod-template-hash` label in its selector, template and Pods, and the
+//! `deployment.kubernetes.io/revision` annotation (the Deployment carries its new ReplicaSet's);
+//! it rolls from the old ReplicaSets to the new one by its strategy ([`rolling`]: RollingUpdate
+//! with `maxSurge`/`maxUnavailable`, Recreate), scales proportionally when `spec.replicas`
+//! changes mid-rollout, does nothing but scale while `spec.paused`, keeps
+//! `revisionHistoryLimit` old ReplicaSets, and writes `status` with the `Available` and
+//! `Progressing` conditions ([`progress`]). Availability is the ReplicaSets' own: Pods Ready
+//! (readiness gates included) for `minReadySeconds`.
+//!
+//! A kube-runtime Controller, an ordinary client of the server, with [`Expectations`] so a
+//! reconcile never acts on a cache that has not seen its own last writes.
+//!
+//! Simplified: no adoption of orphan ReplicaSets that match the selector; `kubectl rollout
+//! undo` works the way kubectl does it today (it copies the old template into the Deployment),
+//! the deprecated `spec.rollbackTo` is not read.
+
+mod progress;
+mod rolling;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, ReplicaSetSpec};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde_json::json;
+
+use super::deployment_util::{self as util, POD_TEMPLATE_HASH, REVISION};
+use super::expectations::{version_of, Expectations, Expected};
+use super::replica_set::{controller_ref, controller_uid};
+
+/// The field manager and Event reporter of this controller.
+pub const CONTROLLER_NAME: &str = "deployment-controller";
+
+/// Errors of one reconcile (retried with backoff).
+#[derive(Debug, thiserror::Error)]
+pub enum DeploymentError {
+    /// A request to the API failed.
+    #[error("Deployment {deployment}: {action}: {source}")]
+    Api {
+        /// `namespace/name`.
+        deployment: String,
+        /// What was being done.
+        action: String,
+        /// The client error.
+        source: kube::Error,
+    },
+}
+
+/// What the reconciles share.
+pub struct Context {
+    client: Client,
+    replica_sets: Store<ReplicaSet>,
+    pods: Store<Pod>,
+    expectations: Expectations,
+    recorder: Recorder,
+}
+
+/// One reconcile's view: the Deployment and the API handles for its namespace.
+struct DeploymentSync<'a> {
+    ctx: &'a Context,
+    d: Deployment,
+    key: String,
+    rs_api: Api<ReplicaSet>,
+}
+
+impl DeploymentSync<'_> {
+    fn error(&self, action: impl Into<String>) -> impl FnOnce(kube::Error) -> DeploymentError {
+        let deployment = self.key.clone();
+        let action = action.into();
+        move |source| DeploymentError::Api {
+            deployment,
+            action,
+            source,
+        }
+    }
+
+    fn expect(&self, rs: &ReplicaSet, deletion: bool) {
+        self.ctx.expectations.expect(
+            &self.key,
+            Expected {
+                key: format!("{}/{}", rs.namespace().unwrap_or_default(), rs.name_any()),
+                resource_version: version_of(rs.metadata.resource_version.as_deref()),
+                deletion,
+            },
+        );
+    }
+
+    async fn record(&self, reason: &str, note: String) {
+        let reference: ObjectReference = self.d.object_ref(&());
+        let event = Event {
+            type_: EventType::Normal,
+            reason: reason.into(),
+            note: Some(note),
+            action: reason.into(),
+            secondary: None,
+        };
+        if let Err(error) = self.ctx.recorder.publish(&event, &reference).await {
+            tracing::debug!(%error, "cannot publish Deployment Event");
+        }
+    }
+
+    /// Sets a ReplicaSet's size and its desired/max replicas annotations
+    /// (`scaleReplicaSetAndRecordEvent`); true when it wrote.
+    async fn scale(&self, rs: &mut ReplicaSet, size: i32) -> Result<bool, DeploymentError> {
+        let desired = util::replicas(&self.d).to_string();
+        let max = (util::replicas(&self.d) + util::max_surge(&self.d)).to_string();
+        let annotations = rs.metadata.annotations.clone().unwrap_or_default();
+        let old = util::rs_replicas(rs);
+        if old == size
+            && annotations.get(util::DESIRED_REPLICAS) == Some(&desired)
+            && annotations.get(util::MAX_REPLICAS) == Some(&max)
+        {
+            return Ok(false);
+        }
+        let patch = json!({
+            "metadata": {"annotations": {util::DESIRED_REPLICAS: desired, util::MAX_REPLICAS: max}},
+            "spec": {"replicas": size},
+        });
+        let updated = self
+            .rs_api
+            .patch(
+                &rs.name_any(),
+                &PatchParams {
+                    field_manager: Some(CONTROLLER_NAME.into()),
+                    ..PatchParams::default()
+                },
+                &Patch::Merge(patch),
+            )
+            .await
+            .map_err(self.error(format!("scaling ReplicaSet {}", rs.name_any())))?;
+        self.expect(&updated, false);
+        if old != size {
+            let direction = if size > old { "up" } else { "down" };
+            self.record(
+                "ScalingReplicaSet",
+                format!(
+                    "Scaled {direction} replica set {} from {old} to {size}",
+                    rs.name_any()
+                ),
+            )
+            .await;
+        }
+        *rs = updated;
+        Ok(true)
+    }
+
+    /// The Pods of the given ReplicaSets (by owner uid).
+    fn pods_of(&self, sets: &[ReplicaSet]) -> Vec<Arc<Pod>> {
+        let uids: Vec<String> = sets.iter().filter_map(|rs| rs.uid()).collect();
+        let ns = self.d.namespace();
+        self.ctx
+            .pods
+            .state()
+            .into_iter()
+            .filter(|p| p.metadata.namespace == ns)
+            .filter(|p| controller_uid(&p.metadata).is_some_and(|u| uids.iter().any(|x| x == u)))
+            .collect()
+    }
+}
+
+/// Runs the controller until the future is dropped.
+pub async fn run(client: Client) {
+    let (replica_sets, rs_writer) = reflector::store::<ReplicaSet>();
+    let rs_events = watcher(
+        Api::<ReplicaSet>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(rs_writer)
+    .touched_objects();
+    let (pods, pod_writer) = reflector::store::<Pod>();
+    let pod_events = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .reflect(pod_writer)
+        .touched_objects();
+    // Pod events matter to Recreate (old Pods gone); they reach the Deployment through their
+    // ReplicaSet's owner reference, as upstream's `deletePod` handler does.
+    let rs_of_pod = replica_sets.clone();
+    let (deployments, d_writer) = reflector::store::<Deployment>();
+    let d_events = watcher(
+        Api::<Deployment>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(d_writer)
+    .touched_objects();
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: CONTROLLER_NAME.into(),
+            instance: None,
+        },
+    );
+    let context = Arc::new(Context {
+        client,
+        replica_sets,
+        pods,
+        expectations: Expectations::default(),
+        recorder,
+    });
+    Controller::for_stream(d_events, deployments)
+        .owns_stream(rs_events)
+        .watches_stream(pod_events, move |pod: Pod| {
+            let owner = controller_uid(&pod.metadata)?.to_string();
+            let ns = pod.namespace()?;
+            let rs = rs_of_pod
+                .state()
+                .into_iter()
+                .find(|rs| rs.uid().as_deref() == Some(owner.as_str()))?;
+            let d = rs
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|r| r.controller == Some(true) && r.kind == "Deployment")?;
+            Some(reflector::ObjectRef::new(&d.name).within(&ns))
+        })
+        .run(reconcile, error_policy, context)
+        .for_each(|_| async {})
+        .await;
+}
+
+fn error_policy(_d: Arc<Deployment>, error: &DeploymentError, _ctx: Arc<Context>) -> Action {
+    tracing::info!(%error, "Deployment sync failed; retrying");
+    Action::requeue(Duration::from_secs(1))
+}
+
+async fn reconcile(d: Arc<Deployment>, ctx: Arc<Context>) -> Result<Action, DeploymentError> {
+    let ns = d.namespace().unwrap_or_default();
+    let key = format!("{ns}/{}", d.name_any());
+    if d.metadata.deletion_timestamp.is_some() {
+        ctx.expectations.forget(&key);
+        return Ok(Action::await_change());
+    }
+    let cached = |rs_key: &str| {
+        let (rns, rname) = rs_key.split_once('/').unwrap_or_default();
+        ctx.replica_sets
+            .get(&reflector::ObjectRef::new(rname).within(rns))
+            .map(|rs| version_of(rs.metadata.resource_version.as_deref()))
+    };
+    if !ctx.expectations.satisfied(&key, cached) {
+        return Ok(Action::requeue(Duration::from_millis(500)));
+    }
+    let uid = d.uid().unwrap_or_default();
+    let mut owned: Vec<ReplicaSet> = ctx
+        .replica_sets
+        .state()
+        .into_iter()
+        .filter(|rs| rs.namespace().as_deref() == Some(ns.as_str()))
+        .filter(|rs| controller_uid(&rs.metadata) == Some(uid.as_str()))
+        .map(|rs| (*rs).clone())
+        .collect();
+    owned.sort_by_key(|rs| {
+        (
+            rs.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            rs.name_any(),
+        )
+    });
+    let sync = DeploymentSync {
+        ctx: &ctx,
+        d: (*d).clone(),
+        key,
+        rs_api: Api::namespaced(ctx.client.clone(), &ns),
+    };
+    let paused = d.spec.as_ref().and_then(|s| s.paused).unwrap_or(false);
+    let requeue = if paused || rolling::is_scaling_event(&sync.d, &owned) {
+        rolling::sync_only(&sync, owned, paused).await?
+    } else if util::is_rolling_update(&d) {
+        rolling::rollout_rolling(&sync, owned).await?
+    } else {
+        rolling::rollout_recreate(&sync, owned).await?
+    };
+    Ok(match requeue {
+        Some(after) => Action::requeue(after),
+        None => Action::await_change(),
+    })
+}
+
+/// `FindNewReplicaSet`: the oldest ReplicaSet whose template is the Deployment's (ignoring
+/// the hash label); the rest are old.
+fn split_new_and_old(
+    d: &Deployment,
+    owned: Vec<ReplicaSet>,
+) -> (Option<ReplicaSet>, Vec<ReplicaSet>) {
+    let template = d
+        .spec
+        .as_ref()
+        .map(|s| s.template.clone())
+        .unwrap_or_default();
+    let mut new = None;
+    let mut old = Vec::new();
+    for rs in owned {
+        let matches = rs
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.as_ref())
+            .is_some_and(|t| util::equal_ignore_hash(t, &template));
+        if matches && new.is_none() {
+            new = Some(rs);
+        } else {
+            old.push(rs);
+        }
+    }
+    (new, old)
+}
+
+/// Annotations copied from the Deployment to its ReplicaSets (`skipCopyAnnotation`).
+fn copied_annotations(d: &Deployment) -> BTreeMap<String, String> {
+    d.metadata
+        .annotations
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| {
+            k != "kubectl.kubernetes.io/last-applied-configuration"
+                && k != REVISION
+                && k != util::REVISION_HISTORY
+                && k != util::DESIRED_REPLICAS
+                && k != util::MAX_REPLICAS
+        })
+        .collect()
+}
+
+/// `getNewReplicaSet`: the new ReplicaSet with its revision brought up to `max old + 1` (and
+/// the Deployment's revision annotation with it), created when `create` and none exists.
+async fn new_replica_set(
+    sync: &DeploymentSync<'_>,
+    existing: Option<ReplicaSet>,
+    old: &[ReplicaSet],
+    create: bool,
+) -> Result<Option<ReplicaSet>, DeploymentError> {
+    let d = &sync.d;
+    let max_old = old
+        .iter()
+        .map(|rs| util::revision(rs.metadata.annotations.as_ref()))
+        .max()
+        .unwrap_or(0);
+    let revision = (max_old + 1).to_string();
+    let min_ready = d.spec.as_ref().and_then(|s| s.min_ready_seconds);
+    if let Some(mut rs) = existing {
+        let annotations = rs.metadata.annotations.clone().unwrap_or_default();
+        let current = util::revision(Some(&annotations));
+        let rs_min_ready = rs.spec.as_ref().and_then(|s| s.min_ready_seconds);
+        if current < max_old + 1 || rs_min_ready != min_ready {
+            let mut set = json!({});
+            if current < max_old + 1 {
+                set[REVISION] = json!(revision);
+                if current > 0 {
+                    let mut history: Vec<String> = annotations
+                        .get(util::REVISION_HISTORY)
+                        .map(|h| h.split(',').map(str::to_string).collect())
+                        .unwrap_or_default();
+                    history.push(current.to_string());
+                    set[util::REVISION_HISTORY] = json!(history.join(","));
+                }
+            }
+            let patch =
+                json!({"metadata": {"annotations": set}, "spec": {"minReadySeconds": min_ready}});
+            rs = sync
+                .rs_api
+                .patch(
+                    &rs.name_any(),
+                    &PatchParams {
+                        field_manager: Some(CONTROLLER_NAME.into()),
+                        ..PatchParams::default()
+                    },
+                    &Patch::Merge(patch),
+                )
+                .await
+                .map_err(sync.error("updating the new ReplicaSet's revision"))?;
+            sync.expect(&rs, false);
+        }
+        let rs_revision = util::revision(rs.metadata.annotations.as_ref());
+        set_deployment_revision(sync, rs_revision).await?;
+        return Ok(Some(rs));
+    }
+    if !create {
+        return Ok(None);
+    }
+    let spec = d.spec.clone().unwrap_or_default();
+    let collision = d.status.as_ref().and_then(|s| s.collision_count);
+    let hash = util::pod_template_hash(&spec.template, collision);
+    let mut template = spec.template.clone();
+    let template_meta = template.metadata.get_or_insert_with(ObjectMeta::default);
+    template_meta
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(POD_TEMPLATE_HASH.into(), hash.clone());
+    let mut selector: LabelSelector = spec.selector.clone();
+    selector
+        .match_labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(POD_TEMPLATE_HASH.into(), hash.clone());
+    let mut annotations = copied_annotations(d);
+    annotations.insert(REVISION.into(), revision.clone());
+    let replicas = util::new_rs_new_replicas(d, old.iter().map(util::rs_replicas).sum::<i32>(), 0);
+    annotations.insert(util::DESIRED_REPLICAS.into(), util::replicas(d).to_string());
+    annotations.insert(
+        util::MAX_REPLICAS.into(),
+        (util::replicas(d) + util::max_surge(d)).to_string(),
+    );
+    let mut labels = template_meta.labels.clone().unwrap_or_default();
+    labels.insert(POD_TEMPLATE_HASH.into(), hash.clone());
+    let rs = ReplicaSet {
+        metadata: ObjectMeta {
+            name: Some(format!("{}-{hash}", d.name_any())),
+            namespace: d.namespace(),
+            labels: Some(labels),
+            annotations: Some(annotations),
+            owner_references: Some(vec![controller_ref(d)]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ReplicaSetSpec {
+            replicas: Some(replicas),
+            min_ready_seconds: min_ready,
+            selector,
+            template: Some(template),
+        }),
+        status: None,
+    };
+    let created = match sync.rs_api.create(&PostParams::default(), &rs).await {
+        Ok(created) => created,
+        Err(kube::Error::Api(s)) if s.code == 409 => {
+            // A ReplicaSet of that name with another template (a hash collision): count it,
+            // so the next hash differs (`status.collisionCount`).
+            let count = collision.unwrap_or(0) + 1;
+            let params = PatchParams {
+                field_manager: Some(CONTROLLER_NAME.into()),
+                ..PatchParams::default()
+            };
+            Api::<Deployment>::namespaced(
+                sync.ctx.client.clone(),
+                &d.namespace().unwrap_or_default(),
+            )
+            .patch_status(
+                &d.name_any(),
+                &params,
+                &Patch::Merge(json!({"status": {"collisionCount": count}})),
+            )
+            .await
+            .map_err(sync.error("counting a pod-template-hash collision"))?;
+            return Ok(None);
+        }
+        Err(e) => return Err(sync.error("creating the new ReplicaSet")(e)),
+    };
+    sync.expect(&created, false);
+    if replicas > 0 {
+        sync.record(
+            "ScalingReplicaSet",
+            format!(
+                "Scaled up replica set {} from 0 to {replicas}",
+                created.name_any()
+            ),
+        )
+        .await;
+    }
+    set_deployment_revision(sync, util::revision(created.metadata.annotations.as_ref())).await?;
+    Ok(Some(created))
+}
+
+/// Writes the Deployment's revision annotation when it differs.
+async fn set_deployment_revision(
+    sync: &DeploymentSync<'_>,
+    revision: i64,
+) -> Result<(), DeploymentError> {
+    if util::revision(sync.d.metadata.annotations.as_ref()) == revision {
+        return Ok(());
+    }
+    let patch = json!({"metadata": {"annotations": {REVISION: revision.to_string()}}});
+    Api::<Deployment>::namespaced(
+        sync.ctx.client.clone(),
+        &sync.d.namespace().unwrap_or_default(),
+    )
+    .patch(
+        &sync.d.name_any(),
+        &PatchParams {
+            field_manager: Some(CONTROLLER_NAME.into()),
+            ..PatchParams::default()
+        },
+        &Patch::Merge(patch),
+    )
+    .await
+    .map_err(sync.error("writing the revision annotation"))?;
+    Ok(())
+}
+
+/// `cleanupDeployment`: deletes the oldest old ReplicaSets beyond `revisionHistoryLimit` that
+/// have no Pods left.
+async fn cleanup(sync: &DeploymentSync<'_>, old: &[ReplicaSet]) -> Result<(), DeploymentError> {
+    let Some(limit) = sync.d.spec.as_ref().and_then(|s| s.revision_history_limit) else {
+        return Ok(());
+    };
+    let mut cleanable: Vec<&ReplicaSet> = old
+        .iter()
+        .filter(|rs| rs.metadata.deletion_timestamp.is_none())
+        .collect();
+    let excess = cleanable.len() as i64 - i64::from(limit);
+    if excess <= 0 {
+        return Ok(());
+    }
+    cleanable.sort_by_key(|rs| util::revision(rs.metadata.annotations.as_ref()));
+    for rs in cleanable.into_iter().take(excess as usize) {
+        let status = rs.status.clone().unwrap_or_default();
+        let observed = status.observed_generation.unwrap_or(0);
+        if status.replicas != 0
+            || util::rs_replicas(rs) != 0
+            || rs.metadata.generation.unwrap_or(0) > observed
+        {
+            continue;
+        }
+        match sync
+            .rs_api
+            .delete(&rs.name_any(), &DeleteParams::default())
+            .await
+        {
+            Ok(_) => sync.expect(rs, true),
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(sync.error("deleting an old ReplicaSet")(e)),
+        }
+    }
+    Ok(())
+}

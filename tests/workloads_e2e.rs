@@ -1,0 +1,508 @@
+//! End to end, issue 41: users' own manifests run unchanged on the local stack. Every test
+//! starts the real binaries (local Kubernetes API with its Deployment and ReplicaSet
+//! controllers and kubelet, Compute emulator with its data plane and health checker, operator)
+//! and sends real HTTP requests through the emulated load balancer.
+//! - GKE's Ingress tutorial ("Set up an external Application Load Balancer with Ingress":
+//!   Deployment `web` of hello-app, NodePort Service, Ingress with a default backend), applied
+//!   as published, serves from every replica with hello-app's own answer.
+//! - `kubectl set image` on a Deployment behind an Ingress, under steady traffic, loses no
+//!   request with the readiness gate, and loses requests with the gate bypassed.
+//! - A user's own program, mapped to an image (`--image-command`), answers behind the load
+//!   balancer.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use support::load::{Load, Tally};
+use support::*;
+
+const HELLO: &str = "us-docker.pkg.dev/google-samples/containers/gke/hello-app";
+
+/// web-deployment.yaml, web-service.yaml and basic-ingress.yaml of GKE's Ingress tutorial, as
+/// published.
+const TUTORIAL: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+spec:
+  selector:
+    matchLabels:
+      run: web
+  template:
+    metadata:
+      labels:
+        run: web
+    spec:
+      containers:
+      - image: us-docker.pkg.dev/google-samples/containers/gke/hello-app:1.0
+        imagePullPolicy: IfNotPresent
+        name: web
+        ports:
+        - containerPort: 8080
+          protocol: TCP
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: default
+spec:
+  ports:
+  - port: 8080
+    protocol: TCP
+    targetPort: 8080
+  selector:
+    run: web
+  type: NodePort
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: basic-ingress
+spec:
+  defaultBackend:
+    service:
+      name: web
+      port:
+        number: 8080
+"#;
+
+/// The names of the live (not terminating) Pods with `label`.
+fn live_pods(sys: &System, label: &str) -> Result<Vec<String>> {
+    let list = sys.get_json(&["pods", "-l", label])?;
+    Ok(list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+        .collect())
+}
+
+/// Sends requests through the load balancer until every Pod in `pods` has answered; returns
+/// the bodies by Pod (the `x-pod-name` header the local Pods add).
+fn answers_from_every_pod(
+    sys: &System,
+    socket: &str,
+    host: &str,
+    pods: &[String],
+) -> Result<BTreeMap<String, String>> {
+    let http = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()?;
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    wait_for("an answer from every replica", DEADLINE, || {
+        let resp = http
+            .get(format!("http://{socket}/"))
+            .header(reqwest::header::HOST, host)
+            .send()?;
+        let status = resp.status().as_u16();
+        let pod = resp
+            .headers()
+            .get("x-pod-name")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let body = resp.text()?;
+        if status == 200 {
+            if let Some(pod) = pod {
+                seen.insert(pod, body);
+            }
+        }
+        let missing: Vec<&String> = pods.iter().filter(|p| !seen.contains_key(*p)).collect();
+        if missing.is_empty() {
+            Ok(Some(()))
+        } else {
+            Err(anyhow!(
+                "last answer {status}; no answer yet from {missing:?}"
+            ))
+        }
+    })
+    .with_context(|| sys.logs())?;
+    Ok(seen)
+}
+
+#[test]
+fn gke_ingress_tutorial_serves_hello_app_from_every_replica() -> Result<()> {
+    let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
+    sys.apply(TUTORIAL)?;
+    // The tutorial's Deployment has one replica; a user scales it to two.
+    sys.kubectl_ok(&["scale", "deployment/web", "--replicas=2"])?;
+    let out = sys
+        .kubectl_ok(&["rollout", "status", "deployment/web", "--timeout=90s"])
+        .with_context(|| sys.logs())?;
+    assert!(out.contains("successfully rolled out"), "{out}");
+    sys.start_operator(&["--takeover"])?;
+    let socket = sys.wait_for_ingress_socket("default", "basic-ingress")?;
+    let pods = live_pods(&sys, "run=web")?;
+    assert_eq!(pods.len(), 2, "{pods:?}");
+    let answers = answers_from_every_pod(&sys, &socket, "tutorial.example", &pods)?;
+    for (pod, body) in &answers {
+        assert_eq!(
+            body,
+            &format!("Hello, world!\nVersion: 1.0.0\nHostname: {pod}\n"),
+            "hello-app's published answer"
+        );
+    }
+    eprintln!("answers through the load balancer: {answers:?}");
+    Ok(())
+}
+
+const NS: &str = "default";
+const HOST: &str = "web.example";
+const GATE: &str = "cloud.google.com/load-balancer-neg-ready";
+/// Load balancer health check interval (seconds), slower than the readiness probe (1 s), as in
+/// tests/rollout_e2e.rs: the window in which a rollout trusting the probe alone outruns the
+/// load balancer.
+const HC_INTERVAL_SEC: u64 = 6;
+const CONNECTIONS: usize = 4;
+const MIN_REQUESTS: u64 = 2_000;
+const REPLICAS: usize = 2;
+
+/// BackendConfig, Service and Ingress of the rollout tests (as tests/rollout_e2e.rs), and the
+/// Deployment: the readiness gate in the template (as GKE's NEG controller injects it), a
+/// readiness probe, a preStop sleep longer than the endpoint detach plus draining, `maxSurge: 1,
+/// maxUnavailable: 0`. The kubelet control `on-sigterm: exit` stops each server right after its
+/// preStop sleep, so only that sleep keeps an old Pod serving while the load balancer drains it.
+fn rollout_manifests() -> String {
+    format!(
+        r#"
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: gce
+spec:
+  controller: k8s.io/ingress-gce
+---
+apiVersion: cloud.google.com/v1
+kind: BackendConfig
+metadata:
+  name: web
+spec:
+  healthCheck:
+    type: HTTP
+    requestPath: /healthz
+    checkIntervalSec: {HC_INTERVAL_SEC}
+    timeoutSec: 1
+    healthyThreshold: 2
+    unhealthyThreshold: 2
+  connectionDraining:
+    drainingTimeoutSec: 1
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  annotations:
+    cloud.google.com/backend-config: '{{"default": "web"}}'
+spec:
+  selector:
+    app: web
+  ports:
+  - name: http
+    port: 80
+    targetPort: 8080
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: web
+spec:
+  ingressClassName: gce
+  defaultBackend:
+    service:
+      name: web
+      port:
+        number: 80
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: {REPLICAS}
+  strategy:
+    rollingUpdate:
+      maxSurge: 1
+      maxUnavailable: 0
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+      annotations:
+        local.gclb-operator.dev/on-sigterm: exit
+    spec:
+      terminationGracePeriodSeconds: 10
+      readinessGates:
+      - conditionType: {GATE}
+      containers:
+      - name: web
+        image: {HELLO}:1.0
+        ports:
+        - name: http
+          containerPort: 8080
+        readinessProbe:
+          httpGet:
+            path: /ready
+            port: 8080
+          periodSeconds: 1
+        lifecycle:
+          preStop:
+            sleep:
+              seconds: 4
+"#
+    )
+}
+
+fn neg_health(sys: &System, neg: &str) -> Result<BTreeMap<String, String>> {
+    let list = sys.compute_post(
+        &format!(
+            "compute/v1/projects/{PROJECT}/zones/{ZONE}/networkEndpointGroups/{neg}/listNetworkEndpoints"
+        ),
+        &serde_json::json!({"healthStatus": "SHOW"}),
+    )?;
+    Ok(list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|item| {
+            let ip = item["networkEndpoint"]["ipAddress"].as_str()?.to_string();
+            let health = item["healths"][0]["healthState"]
+                .as_str()
+                .unwrap_or_default();
+            Some((ip, health.to_string()))
+        })
+        .collect())
+}
+
+/// Runs `kubectl set image` on Deployment `web` (hello-app 1.0 -> 2.0) while the load
+/// generator sends requests through the load balancer; keeps the load on until the rollout is
+/// done, every new Pod has answered and at least [`MIN_REQUESTS`] were answered.
+fn set_image_under_load(label: &str, operator_flags: &[&str]) -> Result<(Tally, Vec<String>)> {
+    let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
+    sys.apply_path(&repo_root().join("crds/backendconfigs.cloud.google.com.yaml"))?;
+    sys.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/backendconfigs.cloud.google.com",
+        "--timeout=60s",
+    ])?;
+    sys.apply(&rollout_manifests())?;
+    sys.start_operator(operator_flags)?;
+    let socket = sys.wait_for_ingress_socket(NS, "web")?;
+    sys.kubectl_ok(&["rollout", "status", "deployment/web", "--timeout=120s"])
+        .with_context(|| sys.logs())?;
+    let neg = wait_for("the NEG of Service web", DEADLINE, || {
+        Ok(sys
+            .neg_names()?
+            .into_iter()
+            .find(|n| n.contains("-default-web-80-")))
+    })?;
+    let olds = live_pods(&sys, "app=web")?;
+    wait_for("every replica HEALTHY in the NEG", DEADLINE, || {
+        let health = neg_health(&sys, &neg)?;
+        Ok((health.len() == REPLICAS && health.values().all(|h| h == "HEALTHY")).then_some(()))
+    })
+    .with_context(|| sys.logs())?;
+    sys.wait_for_response(&socket, HOST, "/", 200, "Version: 1.0.0")?;
+
+    let load = Load::start(
+        &socket,
+        HOST,
+        CONNECTIONS,
+        1_000_000,
+        Duration::from_secs(180),
+    );
+    let rolled = sys
+        .kubectl_ok(&[
+            "set",
+            "image",
+            "deployment/web",
+            &format!("web={HELLO}:2.0"),
+        ])
+        .and_then(|_| sys.kubectl_ok(&["rollout", "status", "deployment/web", "--timeout=150s"]));
+    if let Err(e) = rolled {
+        let tally = load.finish();
+        bail!(
+            "the rollout did not finish ({tally:?}): {e:#}\n{}",
+            sys.logs()
+        );
+    }
+    let news: Vec<String> = live_pods(&sys, "app=web")?
+        .into_iter()
+        .filter(|p| !olds.contains(p))
+        .collect();
+    let wanted: BTreeSet<String> = news.iter().cloned().collect();
+    let settled = wait_for(
+        "old Pods gone, new Pods answering, enough requests",
+        Duration::from_secs(90),
+        || {
+            let left = sys.get_json(&["pods", "-l", "app=web"])?;
+            let old_left = item_names(&left).iter().any(|p| olds.contains(p));
+            let done = load.done();
+            let seen = load.pods_seen();
+            if !old_left && done >= MIN_REQUESTS && wanted.is_subset(&seen) {
+                Ok(Some(()))
+            } else {
+                Err(anyhow!(
+                    "{done} answered, Pods seen {seen:?}, old Pods left: {old_left}"
+                ))
+            }
+        },
+    );
+    let tally = load.finish();
+    eprintln!(
+        "[{label}] {} requests over {CONNECTIONS} connections: {} ok, {} failed {:?}; answers per Pod {:?}; first failures {:#?}",
+        tally.ok + tally.failed,
+        tally.ok,
+        tally.failed,
+        tally.failures,
+        tally.by_pod,
+        tally.samples
+    );
+    if let Err(e) = settled {
+        eprintln!("[{label}] load did not settle: {e:#}");
+    }
+    Ok((tally, news))
+}
+
+/// Issue 41: `kubectl set image` on a Deployment behind an Ingress, under steady traffic,
+/// loses not one request: the Deployment controller counts a new Pod available only once it
+/// is Ready, and Ready waits for the readiness gate, which the operator sets when the load
+/// balancer reports the endpoint HEALTHY.
+#[test]
+fn set_image_with_the_readiness_gate_loses_no_request() -> Result<()> {
+    let (tally, news) = set_image_under_load("gate enforced", &[])?;
+    let total = tally.ok + tally.failed;
+    assert_eq!(
+        tally.failed, 0,
+        "failed requests during the rollout: {:?}, e.g. {:#?}",
+        tally.failures, tally.samples
+    );
+    assert!(total >= MIN_REQUESTS, "only {total} requests were answered");
+    assert_eq!(news.len(), REPLICAS, "{news:?}");
+    for p in &news {
+        assert!(
+            tally.by_pod.get(p).is_some_and(|n| *n > 0),
+            "new Pod {p} served no traffic: {:?}",
+            tally.by_pod
+        );
+    }
+    Ok(())
+}
+
+/// The negative control: the same rollout with the gate bypassed (`--readiness-gates=false`:
+/// the condition is True at once, so Ready follows the readiness probe alone). The Deployment
+/// then replaces the old Pods faster than the load balancer sees the new ones HEALTHY, and
+/// requests fail with the load balancer's 502.
+#[test]
+fn set_image_without_the_readiness_gate_loses_requests() -> Result<()> {
+    let (tally, _) = set_image_under_load("gate bypassed", &["--readiness-gates=false"])?;
+    assert!(
+        tally.failed > 0,
+        "expected failed requests when the gate does not wait for load balancer health: {tally:?}"
+    );
+    assert!(
+        tally.failures.contains_key("502"),
+        "the failures are the load balancer's 502: {:?} {:#?}",
+        tally.failures,
+        tally.samples
+    );
+    Ok(())
+}
+
+/// A user's own program answers behind the load balancer: the image of the Deployment is
+/// mapped to a local command (`--image-command`), which gets `PORT`, `HOSTNAME` and the
+/// container's `env`.
+#[test]
+fn a_users_own_program_mapped_to_an_image_answers_behind_the_load_balancer() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let program = dir.path().join("shop.py");
+    std::fs::write(
+        &program,
+        r#"import http.server, os
+class Shop(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("%s from %s at %s\n" % (os.environ["GREETING"], os.environ["HOSTNAME"], self.path)).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), Shop).serve_forever()
+"#,
+    )?;
+    let mapping = format!("registry.example/team/shop=python3 {}", program.display());
+    let mut sys = System::start_with(Options {
+        emulator_args: &["--port-map", "80=0,443=0"],
+        apiserver_args: &["--image-command", &mapping],
+        ..Options::default()
+    })?;
+    sys.apply(
+        r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: shop
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: shop}
+  template:
+    metadata:
+      labels: {app: shop}
+    spec:
+      containers:
+      - name: shop
+        image: registry.example/team/shop:1.4
+        env:
+        - {name: GREETING, value: "hello from the real shop"}
+        ports:
+        - containerPort: 8080
+        readinessProbe:
+          httpGet: {path: /healthz, port: 8080}
+          periodSeconds: 1
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: shop
+spec:
+  type: NodePort
+  selector: {app: shop}
+  ports:
+  - {port: 80, targetPort: 8080}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: shop
+spec:
+  defaultBackend:
+    service:
+      name: shop
+      port: {number: 80}
+"#,
+    )?;
+    sys.kubectl_ok(&["rollout", "status", "deployment/shop", "--timeout=90s"])
+        .with_context(|| sys.logs())?;
+    sys.start_operator(&["--takeover"])?;
+    let socket = sys.wait_for_ingress_socket("default", "shop")?;
+    let pods = live_pods(&sys, "app=shop")?;
+    let answers = answers_from_every_pod(&sys, &socket, "shop.example", &pods)?;
+    for (pod, body) in &answers {
+        assert_eq!(body, &format!("hello from the real shop from {pod} at /\n"));
+    }
+    let (_, deep) = sys.http_get(&socket, "shop.example", "/cart?items=2")?;
+    assert!(deep.ends_with(" at /cart?items=2\n"), "{deep}");
+    Ok(())
+}
