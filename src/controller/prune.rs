@@ -50,7 +50,7 @@ mod tests {
     use super::*;
     use crate::readiness::rules::{needs_processing, pod_ips};
     use crate::translate::annotations::AppProtocol;
-    use crate::translate::endpoints::waits_only_for_neg_gate;
+    use crate::translate::endpoints::serving_behind_neg_gate;
     use crate::translate::health_check::probe_settings;
     use crate::translate::pod::PodRecord;
     use crate::translate::ClusterSnapshot;
@@ -117,7 +117,7 @@ mod tests {
         let probe = probe_settings(&s, &svc, port, AppProtocol::Http).expect("probe kept");
         assert_eq!(probe.request_path.as_deref(), Some("/ready"));
         assert_eq!(probe.check_interval_sec, Some(7));
-        assert!(waits_only_for_neg_gate(&record));
+        assert!(serving_behind_neg_gate(&record));
         assert!(needs_processing(&record));
         assert_eq!(pod_ips(&record), vec!["10.0.0.1".to_string()]);
         let typed: Pod = serde_json::from_value(full).unwrap();

@@ -41,6 +41,14 @@ struct Args {
     /// a real server's `--audit-log-path` at level Metadata (docs/kube-apiserver.md).
     #[arg(long)]
     audit_log: Option<PathBuf>,
+    /// How long the local kubelet's Pod status writes lag what causes them (milliseconds; a
+    /// real kubelet takes tens). 0 makes them immediate.
+    #[arg(long, default_value_t = local::DEFAULT_KUBELET_STATUS_DELAY.as_millis() as u64)]
+    kubelet_status_delay_ms: u64,
+    /// How long the local EndpointSlice controller lags the Pods it reacts to (milliseconds; a
+    /// real kube-controller-manager takes tens). 0 makes it immediate.
+    #[arg(long, default_value_t = local::DEFAULT_ENDPOINT_SLICE_DELAY.as_millis() as u64)]
+    endpoint_slice_delay_ms: u64,
     /// Do not run the local EndpointSlice controller and kubelet.
     #[arg(long)]
     no_local_controllers: bool,
@@ -98,6 +106,8 @@ async fn main() -> anyhow::Result<()> {
         let options = LocalOptions {
             pod_ip_range: args.pod_ip_range.clone(),
             zones,
+            kubelet_status_delay: std::time::Duration::from_millis(args.kubelet_status_delay_ms),
+            endpoint_slice_delay: std::time::Duration::from_millis(args.endpoint_slice_delay_ms),
             project: args.project.clone(),
             instances: args.compute_endpoint.clone().map(|endpoint| {
                 let host = args.network_project.as_deref().unwrap_or(&args.project);

@@ -17,6 +17,7 @@ use crate::translate::{DesiredNeg, NegEndpoint};
 
 mod answers_tests;
 mod frontend_tests;
+mod gate_window_tests;
 mod gc_tests;
 mod graph_tests;
 mod iap_tests;

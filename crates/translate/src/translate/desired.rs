@@ -49,8 +49,9 @@ pub struct DesiredNeg {
     pub zone: String,
     /// The NEG resource (`networkEndpointType: GCE_VM_IP_PORT`, network, description).
     pub neg: model::NetworkEndpointGroup,
-    /// Endpoints to attach: ready Pods, plus Pods that are not Ready only because their
-    /// `cloud.google.com/load-balancer-neg-ready` readiness gate is pending (as GKE does).
+    /// Endpoints to attach: ready Pods, plus Pods with the
+    /// `cloud.google.com/load-balancer-neg-ready` readiness gate whose containers are ready and
+    /// that are not terminating, whatever the gate's state ([`super::endpoints`]).
     pub endpoints: BTreeSet<NegEndpoint>,
 }
 

@@ -2,10 +2,20 @@
 //! (inventory §7; reference 001 "EndpointSlices"; reference 000 "Pod readiness").
 //!
 //! An endpoint is attached when its EndpointSlice condition `ready` is true (or unset, which
-//! the API says to read as ready), or when its Pod is not Ready only because the readiness gate
-//! `cloud.google.com/load-balancer-neg-ready` is still pending: GKE attaches such Pods so the
-//! load balancer can health-check them before they receive traffic. Terminating endpoints are
-//! never attached.
+//! the API says to read as ready), or when its Pod carries the readiness gate
+//! `cloud.google.com/load-balancer-neg-ready`, its containers are ready and it is not being
+//! deleted ([`serving_behind_neg_gate`]), whatever the gate's own state: GKE attaches such Pods so
+//! the load balancer can health-check them before they receive traffic, and keeps them attached
+//! while the EndpointSlice entry catches up with the gate turning True (the kubelet's status
+//! update and the EndpointSlice controller lag the gate by tens of milliseconds; detaching in that
+//! window drops a HEALTHY endpoint and it comes back UNHEALTHY: issue 40). Terminating endpoints
+//! are never attached.
+//!
+//! ingress-gce (`pkg/neg/syncers/utils.go` `toZoneNetworkEndpointMap`, `shouldPodBeInNeg`) goes
+//! further: it attaches every not-ready address whose Pod is not terminating, gate or not,
+//! containers ready or not. Here a Pod whose containers are not ready (its readiness probe fails)
+//! and a not-ready Pod without the gate stay detached: the load balancer would only find them
+//! unhealthy, and a Pod the kubelet withdraws stops receiving traffic at once.
 //!
 //! Zones (a NEG endpoint must be in its NEG's zone): an endpoint's zone is its EndpointSlice
 //! `zone`, else the `topology.kubernetes.io/zone` label of its Node (`nodeName`), as the
@@ -220,12 +230,15 @@ fn attachable(snapshot: &ClusterSnapshot, namespace: &str, endpoint: &Endpoint) 
                 .pods
                 .get(&ObjectKey::new(ns, r.name.clone().unwrap_or_default()))
         })
-        .is_some_and(|pod| waits_only_for_neg_gate(pod))
+        .is_some_and(|pod| serving_behind_neg_gate(pod))
 }
 
-/// True when the Pod has the NEG readiness gate, its containers are ready, the gate's
-/// condition is not yet True and the Pod is not being deleted.
-pub fn waits_only_for_neg_gate(pod: &PodRecord) -> bool {
+/// True when the Pod has the NEG readiness gate, its containers are ready (`ContainersReady`
+/// True) and it is not being deleted, whatever the state of the gate's own condition: such a Pod
+/// is attached while its EndpointSlice entry says not ready, both before the gate opens (so the
+/// load balancer health-checks it) and in the moment after (until the EndpointSlice controller
+/// writes `ready: true`).
+pub fn serving_behind_neg_gate(pod: &PodRecord) -> bool {
     if pod.metadata.deletion_timestamp.is_some() {
         return false;
     }
@@ -245,7 +258,9 @@ pub fn waits_only_for_neg_gate(pod: &PodRecord) -> bool {
             .find(|c| c.type_ == t)
             .map(|c| c.status.as_str())
     };
-    gated
-        && status_of("ContainersReady") == Some("True")
-        && status_of(NEG_READINESS_GATE) != Some("True")
+    gated && status_of("ContainersReady") == Some("True")
 }
+
+#[cfg(test)]
+#[path = "endpoints_tests.rs"]
+mod tests;

@@ -87,6 +87,10 @@ impl Emulator {
                         },
                         check.then_some((&*s, key.as_str())),
                     )?;
+                    self.calls.record_endpoints(
+                        verb,
+                        eps.iter().map(|e| (e.ip_address.as_str(), e.port)),
+                    );
                     network_endpoint_groups::apply(s, &key, eps, attach);
                     Ok(Mutation {
                         op_type: verb.to_string(),

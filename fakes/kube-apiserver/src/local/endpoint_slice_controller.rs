@@ -50,14 +50,17 @@ type ServiceKey = (String, String);
 
 struct Context {
     client: Client,
+    /// How long each reconcile waits before reading the Pods ([`super::LocalOptions`]).
+    delay: Duration,
     /// Pods (by name) each Service selected at its last reconcile, so a Pod whose labels stop
     /// matching still triggers the Service it left.
     members: Mutex<BTreeMap<ServiceKey, BTreeSet<String>>>,
 }
 
 /// Runs the controller and the orphan cleanup until an unrecoverable error (never, in
-/// practice: watch errors are retried with backoff).
-pub async fn run(client: Client) {
+/// practice: watch errors are retried with backoff). Each reconcile starts `delay` after its
+/// trigger, so the slices lag the Pods as kube-controller-manager's do.
+pub async fn run(client: Client, delay: Duration) {
     let services: Api<Service> = Api::all(client.clone());
     let pods: Api<Pod> = Api::all(client.clone());
     let slices: Api<EndpointSlice> = Api::all(client.clone());
@@ -65,6 +68,7 @@ pub async fn run(client: Client) {
         watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={CONTROLLER_NAME}"));
     let ctx = Arc::new(Context {
         client: client.clone(),
+        delay,
         members: Mutex::new(BTreeMap::new()),
     });
 
@@ -121,6 +125,9 @@ async fn reconcile(
             source,
         }
     };
+    if !ctx.delay.is_zero() {
+        tokio::time::sleep(ctx.delay).await;
+    }
     let slices: Api<EndpointSlice> = Api::namespaced(ctx.client.clone(), &namespace);
     let existing = slices
         .list(&ListParams::default().labels(&endpoint_slice::slice_selector(&name)))

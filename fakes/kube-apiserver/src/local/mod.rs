@@ -4,6 +4,11 @@
 //! loopback Pod IPs from each Node's Pod CIDR, and registers each Node as a Compute Engine
 //! instance when given a Compute endpoint ([`instances`]). They are ordinary API clients
 //! (kube-rs) of the local server, so they can serve any API server.
+//!
+//! Both lag what they react to as a real cluster's do (the kubelet's status write, the
+//! EndpointSlice controller's sync; [`LocalOptions`]): an instantaneous fake hides the races a
+//! cluster has, such as the window between a readiness gate turning True and the Pod's
+//! EndpointSlice entry saying ready (issue 40).
 
 pub mod annotations;
 pub mod echo;
@@ -19,6 +24,18 @@ pub mod pod_status;
 pub mod probe;
 
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long the local kubelet takes to write a Pod's status after what it reacts to (a probe
+/// result, a readiness-gate condition written by another client): a real kubelet's pod worker
+/// and status manager take tens of milliseconds (issue 40 measured 21 ms from the gate turning
+/// True to the kubelet's `Ready`).
+pub const DEFAULT_KUBELET_STATUS_DELAY: Duration = Duration::from_millis(20);
+
+/// How long the local EndpointSlice controller takes from a trigger (a Pod's `Ready` changing)
+/// to reading and writing the slices: kube-controller-manager's EndpointSlice controller lags
+/// the Pod by its informer, work queue and API write, tens of milliseconds.
+pub const DEFAULT_ENDPOINT_SLICE_DELAY: Duration = Duration::from_millis(40);
 
 /// Options of the local controllers.
 #[derive(Clone, Debug)]
@@ -33,6 +50,12 @@ pub struct LocalOptions {
     /// Where each Node is registered as a Compute Engine instance (`--compute-endpoint`);
     /// `None` registers none.
     pub instances: Option<instances::InstanceOptions>,
+    /// The kubelet's status write lag ([`DEFAULT_KUBELET_STATUS_DELAY`],
+    /// `--kubelet-status-delay-ms`).
+    pub kubelet_status_delay: Duration,
+    /// The EndpointSlice controller's lag ([`DEFAULT_ENDPOINT_SLICE_DELAY`],
+    /// `--endpoint-slice-delay-ms`).
+    pub endpoint_slice_delay: Duration,
 }
 
 impl Default for LocalOptions {
@@ -42,6 +65,8 @@ impl Default for LocalOptions {
             zones: vec![nodes::DEFAULT_ZONE.to_string()],
             project: "local-project".to_string(),
             instances: None,
+            kubelet_status_delay: DEFAULT_KUBELET_STATUS_DELAY,
+            endpoint_slice_delay: DEFAULT_ENDPOINT_SLICE_DELAY,
         }
     }
 }
@@ -64,8 +89,8 @@ pub async fn run(client: kube::Client, options: LocalOptions) -> anyhow::Result<
     )
     .await?;
     tokio::join!(
-        endpoint_slice_controller::run(client.clone()),
-        kubelet::run(client, nodes)
+        endpoint_slice_controller::run(client.clone(), options.endpoint_slice_delay),
+        kubelet::run(client, nodes, options.kubelet_status_delay)
     );
     Ok(())
 }

@@ -64,6 +64,8 @@ pub enum KubeletError {
 
 struct Kubelet {
     client: Client,
+    /// How long a status write lags what caused it ([`super::LocalOptions`]).
+    status_delay: std::time::Duration,
     /// Events to publish, drained by one task so Pod workers never wait on the API.
     events: mpsc::UnboundedSender<(ObjectReference, Event)>,
 }
@@ -112,8 +114,9 @@ struct Tracked {
 }
 
 /// Watches all Pods and runs the opted-in ones on the served Nodes until the watch stream
-/// ends (never: errors are retried with backoff).
-pub async fn run(client: Client, nodes: Arc<NodeSet>) {
+/// ends (never: errors are retried with backoff). Each status write lags its cause by
+/// `status_delay`.
+pub async fn run(client: Client, nodes: Arc<NodeSet>, status_delay: std::time::Duration) {
     let (events, queue) = mpsc::unbounded_channel();
     let reporter = Reporter {
         controller: "kubelet".to_string(),
@@ -125,6 +128,7 @@ pub async fn run(client: Client, nodes: Arc<NodeSet>) {
     ));
     let kubelet = Arc::new(Kubelet {
         client: client.clone(),
+        status_delay,
         events,
     });
     let pods: Api<Pod> = Api::all(client);

@@ -126,6 +126,11 @@ pub(super) async fn run_pod(
     resync.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
         if pending && !stopped {
+            // A real kubelet's status write lags what it reacts to (issue 40): the status is
+            // computed after the lag, from the Pod as it was when the write was triggered.
+            if !kubelet.status_delay.is_zero() {
+                tokio::time::sleep(kubelet.status_delay).await;
+            }
             let desired = state(&states, &pod, &start_time);
             pending = !write_status(&api, &key, &pod, &desired, &mut last_sent).await;
         }
