@@ -69,7 +69,7 @@ KUBEBUILDER_ASSETS ?= /var/tmp/kubebuilder-assets
 test-real-api: deps build
 	@if [ -x "$(KUBEBUILDER_ASSETS)/kube-apiserver" ] && [ -x "$(KUBEBUILDER_ASSETS)/etcd" ]; then \
 	  KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" $(CARGO) nextest run --no-fail-fast \
-	    --test real_api_tier --test api_fidelity; \
+	    --test real_api_tier --test real_api_rollout --test api_fidelity; \
 	else \
 	  echo "test-real-api: SKIPPED: KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) holds no kube-apiserver and etcd (docs/testing.md says how to get them)"; \
 	fi

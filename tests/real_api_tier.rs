@@ -19,6 +19,8 @@
 
 #[path = "real_api/harness.rs"]
 mod harness;
+#[path = "real_api/stack.rs"]
+mod stack;
 mod support;
 
 use std::io::{Read, Write};
@@ -102,6 +104,7 @@ metadata:
   namespace: {NS}
   labels: {{app: web}}
 spec:
+  nodeName: node-1
   readinessGates:
   - conditionType: cloud.google.com/load-balancer-neg-ready
   containers:
@@ -120,6 +123,7 @@ endpoints:
 - addresses: ["{ip}"]
   conditions: {{ready: {netns}}}
   zone: us-central1-a
+  nodeName: node-1
   targetRef: {{kind: Pod, name: web-0, namespace: {NS}}}
 ports:
 - {{name: http, port: 8080, protocol: TCP}}
@@ -259,18 +263,12 @@ fn operator_on_a_real_api_server() {
         "{err}"
     );
 
-    // The emulator and the operator (as its ServiceAccount).
+    // The emulator, with NEG endpoint validation in the private ranges of the tier's network
+    // namespace (issue 40): the Node is registered as a Compute instance whose alias IP range
+    // holds the Pod IPs, so every endpoint the operator attaches is checked against it.
     let dir = real.dir.path();
-    let mut cmd = Command::new(support::bin("gce-emulator"));
-    cmd.args(["--listen", "127.0.0.1:0", "--port-map", "80=0,443=0"]);
-    // The Pods here live on 10.244.0.0/24 in the tier's network namespace, and no kubelet
-    // registers its Node as an instance: the emulator's instances hold loopback addresses only,
-    // so its NEG-endpoint and firewall checks (proven by firewall_e2e) are off in this tier,
-    // which is about the API server.
-    cmd.args(["--validate-neg-endpoints=false", "--enforce-firewall=false"]);
-    let (_emulator, compute_url) =
-        support::Proc::start("gce-emulator", cmd, dir.join("emulator.log")).expect("emulator");
-    let compute_url = compute_url.trim().trim_end_matches('/').to_string();
+    let (_emulator, compute_url) = stack::start_emulator(dir).expect("emulator");
+    stack::register_node(&real, &compute_url).expect("the Node and its instance");
     let log = dir.join("operator.log");
     let out = std::fs::File::create(&log).expect("log");
     let operator = Command::new(support::bin("gclb-operator"))

@@ -80,6 +80,7 @@ async fn main() -> anyhow::Result<()> {
             .map(|t| Some(t).filter(|t| !t.is_empty())),
         state_file: opts.state_file.clone(),
         validate_neg_endpoints: opts.validate_neg_endpoints,
+        private_ranges: opts.private_ranges.clone(),
         grants: gce_emulator::iam::Grants::parse(&opts.iam_grants)?,
         slow_cloud: opts.slow_cloud.clone(),
     };

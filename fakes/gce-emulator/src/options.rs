@@ -73,6 +73,12 @@ pub struct Options {
     /// NEG's zone, on its network, holds the IP) as the real API does; `=false` accepts any.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub validate_neg_endpoints: bool,
+    /// Private IPv4 ranges (RFC 1918 only, comma-separated CIDRs) instances may take their
+    /// `networkIP` and alias IP ranges from besides loopback, so NEG endpoints in them are
+    /// validated: the subnetwork, node and Pod ranges of a cluster whose addresses this host
+    /// routes to itself (a test's network namespace, a kind network). Empty: loopback only.
+    #[arg(long, default_value = "", value_parser = parse_private_ranges_arg)]
+    pub private_ranges: crate::network::ranges::PrivateRanges,
     /// `TOKEN=PROJECT[,PROJECT...]` (repeatable): requests with this bearer token may change
     /// resources in these projects only (403 elsewhere, as IAM answers); other tokens are open.
     #[arg(long = "iam-grant", value_name = "TOKEN=PROJECTS")]
@@ -85,6 +91,11 @@ pub struct Options {
     /// is also its keep-alive idle time.
     #[arg(long, default_value_t = 60)]
     pub header_read_timeout_sec: u64,
+}
+
+/// `--private-ranges` for clap (`crate::network::ranges::parse_private_ranges`).
+fn parse_private_ranges_arg(s: &str) -> Result<crate::network::ranges::PrivateRanges, String> {
+    crate::network::ranges::parse_private_ranges(s).map_err(|e| e.to_string())
 }
 
 /// Parses `80=18080,443=18443` (empty: no mapping).

@@ -87,6 +87,10 @@ pub struct State {
     ip_owners: HashMap<Ipv4Addr, BTreeSet<ResourceKey>>,
     /// Projects that have been set up (default network, project resource).
     projects: HashSet<String>,
+    /// Private (RFC 1918) ranges instances may take addresses from besides loopback
+    /// (`--private-ranges`, [`crate::network::ranges`]); copied from the emulator's `Config`
+    /// when it starts, never persisted.
+    pub private_ranges: Vec<(Ipv4Addr, u8)>,
 }
 
 impl State {

@@ -61,6 +61,9 @@ pub struct Config {
     /// `--validate-neg-endpoints`: attachNetworkEndpoints checks each endpoint against its
     /// instance, as the real API does (on by default).
     pub validate_neg_endpoints: bool,
+    /// `--private-ranges`: RFC 1918 ranges instances (and so NEG endpoints) may use besides
+    /// loopback ([`crate::network::ranges`]); empty by default.
+    pub private_ranges: Vec<(Ipv4Addr, u8)>,
     /// `--iam-grant`: the projects restricted tokens may change ([`crate::iam`]).
     pub grants: crate::iam::Grants,
     /// `--slow-cloud`: the profile applied from the start (admin API `/_emulator/slow-cloud`
@@ -77,6 +80,7 @@ impl Default for Config {
             require_token: None,
             state_file: None,
             validate_neg_endpoints: true,
+            private_ranges: Vec::new(),
             grants: crate::iam::Grants::default(),
             slow_cloud: slow_cloud::Profile::default(),
         }
@@ -148,7 +152,13 @@ fn schema_check(call: &Call) -> Option<crate::schema::Check> {
 impl Emulator {
     /// A new emulator serving at `base` (`http://127.0.0.1:PORT/compute/v1/`), starting from
     /// `initial` (the state file's content, or empty).
-    pub fn new(config: Config, base: String, initial: State, ca: Option<LocalCa>) -> Arc<Emulator> {
+    pub fn new(
+        config: Config,
+        base: String,
+        mut initial: State,
+        ca: Option<LocalCa>,
+    ) -> Arc<Emulator> {
+        initial.private_ranges = config.private_ranges.clone();
         let snapshot = Arc::new(initial.snapshot());
         let version = initial.version;
         let pending: BTreeSet<ResourceKey> = initial

@@ -17,6 +17,7 @@
 
 pub mod firewall;
 pub mod interfaces;
+pub mod ranges;
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;

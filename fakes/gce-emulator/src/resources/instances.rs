@@ -8,8 +8,9 @@
 //! interface names a network (default: the project's `default`) that exists and is the
 //! project's own or a Shared VPC host's the project is attached to; `networkIP` and
 //! `aliasIpRanges` are unique within the network. Emulator rules: addresses must lie in
-//! 127.0.0.0/8 (the emulator only ever uses loopback); a missing `networkIP` is allocated
-//! from [`INSTANCE_RANGE`]; subnetworks are not a collection of their own (a missing
+//! 127.0.0.0/8 or a private range `--private-ranges` allows ([`crate::network::ranges`]); a
+//! missing `networkIP` is allocated from [`INSTANCE_RANGE`]; subnetworks are not a collection
+//! of their own (a missing
 //! `subnetwork` is the network's auto-mode subnetwork of the instance's region, named like the
 //! network, and a given one is stored as given); disks and machine types are not collections
 //! either (the boot disk's `source` names a disk that is not served).
@@ -19,7 +20,7 @@ use std::net::Ipv4Addr;
 use serde_json::{json, Value};
 
 use crate::errors::ApiError;
-use crate::network::interfaces;
+use crate::network::{interfaces, ranges};
 use crate::resources::{name_of, projects, zones, Prepare};
 use crate::snapshot::{key_in_project, ResourceKey};
 use crate::store::{fingerprint, State};
@@ -284,7 +285,7 @@ fn network_interfaces(cx: &Prepare<'_>, r: &mut Obj, zone: &str) -> Result<(), A
                 let ip: Ipv4Addr = s
                     .parse()
                     .map_err(|_| ApiError::invalid_value(&field, s, "Must be an IPv4 address."))?;
-                loopback(&field, s, (ip, 32))?;
+                ranges::check(&field, s, (ip, 32), &cx.state.private_ranges)?;
                 if overlaps(&taken, (ip, 32)) {
                     return Err(in_use(&field, s, &network));
                 }
@@ -323,7 +324,7 @@ fn network_interfaces(cx: &Prepare<'_>, r: &mut Obj, zone: &str) -> Result<(), A
                         "Must be an IPv4 CIDR range such as 10.4.0.0/24.",
                     )
                 })?;
-                loopback(&field, &s, cidr)?;
+                ranges::check(&field, &s, cidr, &cx.state.private_ranges)?;
                 if overlaps(&taken, cidr) || overlaps(&mine, cidr) {
                     return Err(in_use(&field, &s, &network));
                 }
@@ -408,18 +409,6 @@ fn subnetwork_key(
             given,
             "The URL is malformed; expected regions/REGION/subnetworks/NAME.",
         )),
-    }
-}
-
-fn loopback(field: &str, given: &str, (ip, len): (Ipv4Addr, u8)) -> Result<(), ApiError> {
-    if ip.octets()[0] == 127 && len >= 8 {
-        Ok(())
-    } else {
-        Err(ApiError::invalid_value(
-            field,
-            given,
-            "The emulator only uses loopback addresses: give an address or range inside 127.0.0.0/8.",
-        ))
     }
 }
 
