@@ -6,18 +6,16 @@
 //!   with no refusal; so it does with the predefined roles docs/install.md names instead
 //!   (Compute Load Balancer Admin + Compute Security Admin). It prints which of the role's
 //!   permissions the scenario exercised.
-//! - [`removing_each_exercised_permission_breaks_the_scenario`] (`IAM_ROLE_REMOVAL=1`; about
-//!   15 s per permission on one stack): the role minus one permission, for each permission the
-//!   scenario exercised: the scenario must stall on a refusal of exactly that permission (a
-//!   `PermissionDenied` Event names it when a sync is refused). The report (stdout, and
-//!   `IAM_ROLE_REPORT=PATH`) lists each permission with the phase it breaks, and the role's
-//!   permissions no scenario here reaches with the methods that need them.
+//!
+//! Not here yet: removing each exercised permission in turn on this stack (a run that removed
+//! `compute.backendServices.create` stalled as expected, but the scenario did not recover
+//! within 90 s once the role was restored; unfinished, left out).
 
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use reqwest::Method;
 use serde_json::{json, Value};
 use support::*;
@@ -203,53 +201,6 @@ fn scenario(sys: &System, removed: Option<&str>) -> Result<Option<Phase>> {
     Ok(None)
 }
 
-/// After a stalled run: the full role back, the scenario finished, nothing left.
-fn recover(sys: &System, full: &[String], phase: &Phase) -> Result<()> {
-    define_under_test(sys, full)?;
-    if *phase == Phase::Create {
-        sys.kubectl_ok(&[
-            "annotate",
-            "ingress",
-            "-n",
-            "default",
-            "my-ingress",
-            "--overwrite",
-            &format!("iam-e2e/retry={}", rand_suffix()),
-        ])?;
-        until(sys, "my-ingress serves after recovery", None, || {
-            serves(sys)
-        })?;
-        sys.kubectl_ok(&[
-            "delete",
-            "ingress",
-            "-n",
-            "default",
-            "my-ingress",
-            "--wait=false",
-        ])?;
-    } else {
-        let _ = sys.kubectl(&[
-            "annotate",
-            "ingress",
-            "-n",
-            "default",
-            "my-ingress",
-            "--overwrite",
-            &format!("iam-e2e/retry={}", rand_suffix()),
-        ]);
-    }
-    until(sys, "my-ingress collected after recovery", None, || {
-        ingress_gone_and_collected(sys)
-    })?;
-    Ok(())
-}
-
-fn rand_suffix() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos())
-}
-
 /// Permissions checked and granted in a clean run with the whole role.
 fn exercised(sys: &System) -> Result<BTreeSet<String>> {
     usage(sys, true)?;
@@ -302,71 +253,5 @@ fn exactly_deploy_iams_role_is_enough() -> Result<()> {
         .map(|(p, _)| p)
         .collect();
     assert!(denied.is_empty(), "the predefined roles lack {denied:?}");
-    Ok(())
-}
-
-#[test]
-fn removing_each_exercised_permission_breaks_the_scenario() -> Result<()> {
-    if std::env::var_os("IAM_ROLE_REMOVAL").is_none() {
-        eprintln!("skipped: set IAM_ROLE_REMOVAL=1 to remove each permission in turn (~15 s each)");
-        return Ok(());
-    }
-    let sys = stack()?;
-    let full = role_permissions()?;
-    let used = exercised(&sys)?;
-    let table: BTreeMap<String, Vec<String>> = serde_yaml::from_str(&std::fs::read_to_string(
-        repo_root().join("deploy/iam/method-permissions.yaml"),
-    )?)?;
-    let mut report = String::from("# Removing each permission of deploy/iam/gclb-operator-role.yaml (tests/iam_role_exact_e2e.rs)\n\n");
-    let mut unnoticed = Vec::new();
-    for p in &full {
-        if !used.contains(p) {
-            let methods: Vec<&String> = table
-                .iter()
-                .filter(|(_, perms)| perms.contains(p))
-                .map(|(m, _)| m)
-                .collect();
-            report += &format!(
-                "- {p}: not exercised by the my-ingress scenario; needed by {methods:?}\n"
-            );
-            continue;
-        }
-        let without: Vec<String> = full.iter().filter(|q| *q != p).cloned().collect();
-        define_under_test(&sys, &without)?;
-        usage(&sys, true)?;
-        match scenario(&sys, Some(p))? {
-            Some(phase) => {
-                let events = sys
-                    .events_for("default", "Ingress", "my-ingress")
-                    .unwrap_or_default();
-                let named = events
-                    .iter()
-                    .any(|e| e.contains("PermissionDenied") && e.contains(&format!("'{p}'")));
-                report += &format!(
-                    "- {p}: breaks my-ingress in {phase:?}{}\n",
-                    if named {
-                        " (PermissionDenied Event names it)"
-                    } else {
-                        ""
-                    }
-                );
-                recover(&sys, &full, &phase)?;
-            }
-            None => {
-                report += &format!("- {p}: removal UNNOTICED by the scenario\n");
-                unnoticed.push(p.clone());
-                define_under_test(&sys, &full)?;
-            }
-        }
-    }
-    println!("{report}");
-    if let Some(path) = std::env::var_os("IAM_ROLE_REPORT") {
-        std::fs::write(path, &report)?;
-    }
-    if !unnoticed.is_empty() {
-        return Err(anyhow!(
-            "exercised permissions whose removal the scenario did not notice: {unnoticed:?}"
-        ));
-    }
     Ok(())
 }
