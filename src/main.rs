@@ -88,10 +88,15 @@ struct RunArgs {
     /// Cluster name (informational).
     #[arg(long, env = "GCLB_CLUSTER_NAME")]
     cluster_name: String,
-    /// Compute API host root, e.g. http://127.0.0.1:PORT (the emulator; anonymous credentials).
-    /// Unset: the real API with Application Default Credentials.
+    /// Compute API host root, e.g. http://127.0.0.1:PORT (the emulator). Unset: the real API.
     #[arg(long)]
     compute_endpoint: Option<String>,
+    /// What the Google clients authenticate with, whatever the endpoint: `adc` (Application
+    /// Default Credentials: GOOGLE_APPLICATION_CREDENTIALS, then the metadata server, reached
+    /// through GCE_METADATA_HOST when set) or `anonymous` (no credentials: an emulator without
+    /// --iam).
+    #[arg(long, env = "GCLB_COMPUTE_CREDENTIALS", default_value = "adc")]
+    compute_credentials: gclb_operator::compute::CredentialsMode,
     /// Kubeconfig file; unset: KUBECONFIG, ~/.kube/config or the in-cluster config.
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
@@ -436,6 +441,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     readiness_metrics.register(&mut registry);
 
     let mut compute_config = ComputeConfig::new(&args.project, args.compute_endpoint.clone());
+    compute_config.credentials = args.compute_credentials;
     compute_config.operation_poll_interval = Duration::from_millis(args.operation_poll_interval_ms);
     let compute = Arc::new(
         Compute::new(compute_config, compute_metrics)
@@ -517,10 +523,13 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         None
     };
 
-    let health =
-        readiness::ComputeNegHealth::connect(&args.project, args.compute_endpoint.as_deref())
-            .await
-            .context("connecting the readiness-gate poller to the Compute API")?;
+    let health = readiness::ComputeNegHealth::connect(
+        &args.project,
+        args.compute_endpoint.as_deref(),
+        args.compute_credentials,
+    )
+    .await
+    .context("connecting the readiness-gate poller to the Compute API")?;
     let readiness_config = readiness::Config {
         timeout: Duration::from_secs(args.neg_ready_timeout),
         bypass: !args.readiness_gates,
@@ -531,6 +540,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         resync_period: Duration::from_secs(args.resync_period.max(1)),
         workers: args.workers.max(1),
         status_address: args.ingress_status_address.clone(),
+        principal: gclb_operator::compute::credentials::principal(args.compute_credentials).await,
     };
     // ManagedCertificate controller (gke-managed-certs): off by itself when the CRD is absent.
     if args.managed_certificates {
@@ -550,6 +560,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         let netsvc = gclb_operator::gateway::network_services::NetworkServicesApi::new(
             &args.project,
             args.compute_endpoint.as_deref(),
+            args.compute_credentials,
         )
         .await
         .context("connecting to the Network Services API")?;

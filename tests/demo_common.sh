@@ -74,7 +74,10 @@ start_operator() {
   cp "$KUBECONFIG" "$WORK/operator-kubeconfig"
   KUBECONFIG=$WORK/operator-kubeconfig kubectl config set-credentials fake-kube-apiserver \
     --token="$(kubectl create token gclb-operator -n gclb-operator --duration 24h)" >/dev/null
-  POD_NAMESPACE=gclb-operator "$BIN/gclb-operator" run "$@" --project "$PROJECT" --zone "$ZONE" --network default --cluster-name demo \
+  # Application Default Credentials from the emulator's metadata server (on its API port), as
+  # Workload Identity serves them on GKE.
+  local md=${COMPUTE_URL#http://}
+  GCE_METADATA_HOST=${md%/} POD_NAMESPACE=gclb-operator "$BIN/gclb-operator" run "$@" --project "$PROJECT" --zone "$ZONE" --network default --cluster-name demo \
     --compute-endpoint "${COMPUTE_URL%/}" --kubeconfig "$WORK/operator-kubeconfig" --metrics-listen 127.0.0.1:0 \
     --firewall-target-tags "$NODE_TAG" \
     >"$WORK/operator.log" 2>&1 &

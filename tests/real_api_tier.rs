@@ -271,7 +271,9 @@ fn operator_on_a_real_api_server() {
     stack::register_node(&real, &compute_url).expect("the Node and its instance");
     let log = dir.join("operator.log");
     let out = std::fs::File::create(&log).expect("log");
-    let operator = Command::new(support::bin("gclb-operator"))
+    let mut operator = Command::new(support::bin("gclb-operator"));
+    support::metadata_adc(&mut operator, &compute_url, dir);
+    let operator = operator
         .arg("run")
         .args([
             "--project",

@@ -471,7 +471,10 @@ fn spawn_managed_certificate_controller(sys: &System) {
                 .await
                 .expect("kube-system");
             let compute = Compute::new(
-                ComputeConfig::new(PROJECT, Some(endpoint)),
+                ComputeConfig {
+                    credentials: gclb_operator::compute::CredentialsMode::Anonymous,
+                    ..ComputeConfig::new(PROJECT, Some(endpoint))
+                },
                 ComputeMetrics::default(),
             )
             .await

@@ -59,6 +59,8 @@ pub struct Context {
     /// An internal Ingress was seen by this process: GC lists the regional collections too
     /// (see [`super::internal`]).
     pub(crate) regional_seen: std::sync::atomic::AtomicBool,
+    /// Consecutive syncs IAM refused, per Ingress (the back-off of [`super::permission`]).
+    pub(crate) denials: Mutex<HashMap<String, u32>>,
 }
 
 impl Context {
@@ -92,6 +94,7 @@ impl Context {
             pending: Mutex::new(HashMap::new()),
             backend_health: super::health::BackendHealth::new(super::health::FRESH),
             regional_seen: std::sync::atomic::AtomicBool::new(false),
+            denials: Mutex::new(HashMap::new()),
         }
     }
 

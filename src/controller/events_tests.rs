@@ -37,6 +37,7 @@ async fn context(kube: &MockServer) -> Arc<Context> {
         resync_period: Duration::from_secs(3600),
         workers: 4,
         status_address: None,
+        principal: None,
     };
     Arc::new(Context::new(
         kube::Client::try_from(kube::Config::new(kube.uri().parse().unwrap())).unwrap(),

@@ -35,6 +35,7 @@ async fn context(server: &MockServer) -> Arc<Context> {
         resync_period: Duration::from_secs(3600),
         workers: 4,
         status_address: None,
+        principal: None,
     };
     Arc::new(Context::new(
         kube::Client::try_from(kube).unwrap(),

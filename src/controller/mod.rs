@@ -42,6 +42,7 @@ pub mod metrics;
 pub mod ns_index;
 #[cfg(test)]
 mod panic_tests;
+pub mod permission;
 pub mod problems;
 pub mod prune;
 pub mod reconcile;
@@ -136,6 +137,9 @@ pub struct Config {
     /// of the forwarding rules' IP (an IP as `ip`, a DNS name as `hostname`; Contour's flag of
     /// the same name, reference 004 "Status").
     pub status_address: Option<String>,
+    /// Who the operator is to IAM (`serviceAccount:EMAIL`), named in the `PermissionDenied`
+    /// Event's hint ([`permission`]); `None` when unknown.
+    pub principal: Option<String>,
 }
 
 /// Errors of one reconcile.

@@ -237,6 +237,17 @@ async fn apply(
     let status = match synced {
         Ok(status) => status,
         Err(e) => {
+            if let Some(denied) = super::permission::denied(&e) {
+                let note = super::permission::note(
+                    &denied,
+                    ctx.config.principal.as_deref(),
+                    &ctx.config.translate.project,
+                );
+                ctx.event(&ingress, true, super::permission::REASON, note)
+                    .await;
+                ctx.metrics.sync("compute");
+                return Err(e);
+            }
             let note = match &e {
                 Error::Sync {
                     source: SyncError::SslPolicyNotFound { policy, .. },
@@ -250,6 +261,10 @@ async fn apply(
             return Err(e);
         }
     };
+    ctx.denials
+        .lock()
+        .expect("denials poisoned")
+        .remove(&key_string(&key));
     // The firewall's ports change with a change to some Ingress's backends, or with the target
     // ports of their EndpointSlices (which may come in a reconcile of their own).
     let firewall = match early_firewall {
@@ -258,13 +273,18 @@ async fn apply(
         None => Ok(()),
     };
     if let Err(source) = firewall {
-        ctx.event(
-            &ingress,
-            true,
-            "Sync",
-            format!("Error syncing to GCP: {source}"),
-        )
-        .await;
+        let (reason, note) = match super::permission::denied(&source) {
+            Some(d) => (
+                super::permission::REASON,
+                super::permission::note(
+                    &d,
+                    ctx.config.principal.as_deref(),
+                    &ctx.config.translate.project,
+                ),
+            ),
+            None => ("Sync", format!("Error syncing to GCP: {source}")),
+        };
+        ctx.event(&ingress, true, reason, note).await;
         ctx.metrics.sync("compute");
         return Err(Error::Sync {
             ingress: key_string(&key),
@@ -443,8 +463,20 @@ pub(super) async fn cleanup(ingress: &Ingress, ctx: &Context) -> Result<(), Erro
     Ok(())
 }
 
-/// Requeues a failed reconcile after [`ERROR_REQUEUE`].
-pub fn error_policy(_ingress: Arc<Ingress>, error: &Error, _ctx: Arc<Context>) -> Action {
+/// Requeues a failed reconcile after [`ERROR_REQUEUE`]; one IAM refused is retried after a
+/// delay that doubles with each refusal in a row ([`super::permission::backoff`]), since IAM
+/// does not change by itself.
+pub fn error_policy(ingress: Arc<Ingress>, error: &Error, ctx: Arc<Context>) -> Action {
+    let key = key_string(&ObjectKey::of(&*ingress));
+    let mut denials = ctx.denials.lock().expect("denials poisoned");
+    if super::permission::denied(error).is_some() {
+        let n = denials.entry(key).or_insert(0);
+        *n += 1;
+        let delay = super::permission::backoff(*n);
+        warn!(error = %error, retry_in_s = delay.as_secs(), "reconcile refused by IAM; backing off");
+        return Action::requeue(delay);
+    }
+    denials.remove(&key);
     warn!(error = %error, "reconcile failed; retrying");
     Action::requeue(ERROR_REQUEUE)
 }

@@ -4,9 +4,9 @@
 //! wait for their long-running Operation and turn a failed one into an error. Errors are
 //! [`ComputeError`]s so that sync treats both APIs alike.
 //!
-//! Endpoint: the real API with Application Default Credentials, or `{endpoint}/networkservices`
-//! with anonymous credentials when the operator runs against the emulator
-//! (`--compute-endpoint`), which serves the API under that prefix.
+//! Endpoint: the real API, or `{endpoint}/networkservices` when the operator runs against the
+//! emulator (`--compute-endpoint`), which serves the API under that prefix. Credentials:
+//! `--compute-credentials` ([`crate::compute::CredentialsMode`]), whatever the endpoint.
 
 use std::time::{Duration, Instant};
 
@@ -50,18 +50,25 @@ fn op_error(
 
 impl NetworkServicesApi {
     /// A client for `project`. `endpoint`: the emulator's host root (`http://127.0.0.1:PORT`),
-    /// or `None` for the real API.
+    /// or `None` for the real API; `credentials`: what the client sends, whatever the endpoint.
     ///
     /// Errors: [`ComputeError::ClientBuild`] when credentials cannot be found.
-    pub async fn new(project: &str, endpoint: Option<&str>) -> Result<Self> {
+    pub async fn new(
+        project: &str,
+        endpoint: Option<&str>,
+        credentials: crate::compute::CredentialsMode,
+    ) -> Result<Self> {
+        let creds = credentials
+            .build()
+            .map_err(|message| ComputeError::ClientBuild {
+                service: "credentials",
+                message,
+            })?;
         let mut builder = NetworkServices::builder()
-            .with_retry_policy(google_cloud_gax::retry_policy::NeverRetry);
+            .with_retry_policy(google_cloud_gax::retry_policy::NeverRetry)
+            .with_credentials(creds);
         if let Some(e) = endpoint {
-            builder = builder
-                .with_endpoint(format!("{}/networkservices", e.trim_end_matches('/')))
-                .with_credentials(
-                    google_cloud_auth::credentials::anonymous::Builder::new().build(),
-                );
+            builder = builder.with_endpoint(format!("{}/networkservices", e.trim_end_matches('/')));
         }
         let client = builder
             .build()

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod fanout;
+pub mod iam;
 pub mod load;
 pub mod regional;
 pub mod tls;
@@ -18,6 +19,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
+pub use iam::metadata_adc;
 use serde_json::Value;
 
 /// Default deadline for anything the system does asynchronously (on a busy 2-core machine).
@@ -48,6 +50,11 @@ pub struct Options<'a> {
     pub shared_vpc: Option<(&'a str, &'a str)>,
     /// Extra flags for fake-kube-apiserver (e.g. `--audit-log`).
     pub apiserver_args: &'a [&'a str],
+    /// Run the emulator with `--iam`: every API call needs a token and its permissions. The
+    /// harness itself (its `compute_*` helpers, the local kubelet registering the Nodes'
+    /// instances) calls as [`LOCAL_ADMIN`], bound to `roles/compute.admin`; the operator gets
+    /// nothing until the test binds its account.
+    pub iam: bool,
 }
 
 /// Path of a workspace binary (operator, `gce-emulator`, `fake-kube-apiserver`).
@@ -192,6 +199,8 @@ pub struct System {
     pub operator: Option<Proc>,
     /// The operator's kubeconfig (its ServiceAccount's token), made by the first operator start.
     operator_kubeconfig: std::sync::OnceLock<PathBuf>,
+    /// With [`Options::iam`]: [`LOCAL_ADMIN`]'s access token, sent by the `compute_*` helpers.
+    pub admin_token: Option<String>,
     emulator: Proc,
     apiserver: Proc,
     http: reqwest::blocking::Client,
@@ -215,6 +224,9 @@ impl System {
         let mut cmd = Command::new(bin("gce-emulator"));
         cmd.args(["--listen", "127.0.0.1:0"])
             .args(options.emulator_args);
+        if options.iam {
+            cmd.arg("--iam");
+        }
         let (emulator, compute_url) =
             Proc::start("gce-emulator", cmd, dir.path().join("emulator.log"))?;
         let http = reqwest::blocking::Client::builder()
@@ -243,8 +255,15 @@ impl System {
             }
         }
 
+        let admin_token = match options.iam {
+            true => Some(iam::local_admin(&http, &compute_url, options.shared_vpc)?),
+            false => None,
+        };
         let kubeconfig = dir.path().join("kubeconfig");
         let mut cmd = Command::new(bin("fake-kube-apiserver"));
+        if let Some(t) = &admin_token {
+            cmd.env("COMPUTE_TOKEN", t);
+        }
         cmd.args(["--listen", "127.0.0.1:0", "--kubeconfig-out"])
             .arg(&kubeconfig)
             .args(["--project", PROJECT, "--node-tags", NODE_TAG])
@@ -270,6 +289,7 @@ impl System {
             compute_url,
             operator: None,
             operator_kubeconfig: std::sync::OnceLock::new(),
+            admin_token,
             emulator,
             apiserver,
             http,
@@ -339,6 +359,7 @@ impl System {
     ) -> Result<Proc> {
         let kubeconfig = self.operator_kubeconfig()?;
         let mut cmd = Command::new(binary);
+        metadata_adc(&mut cmd, &self.compute_url, self.dir.path());
         cmd.envs(env.iter().copied());
         cmd.arg("run")
             .args([
@@ -447,10 +468,18 @@ impl System {
         Ok(serde_json::from_str(&self.kubectl_ok(&all)?)?)
     }
 
+    /// `rb` with [`System::admin_token`] as its bearer token, if any.
+    fn authed(&self, rb: reqwest::blocking::RequestBuilder) -> reqwest::blocking::RequestBuilder {
+        match &self.admin_token {
+            Some(t) => rb.bearer_auth(t),
+            None => rb,
+        }
+    }
+
     /// GET on the emulator (path relative to its base URL) as JSON.
     pub fn compute_get(&self, path: &str) -> Result<Value> {
         let url = format!("{}{}", self.compute_url, path.trim_start_matches('/'));
-        let resp = self.http.get(&url).send()?;
+        let resp = self.authed(self.http.get(&url)).send()?;
         let status = resp.status();
         let body: Value = resp.json().unwrap_or(Value::Null);
         if !status.is_success() {
@@ -462,7 +491,7 @@ impl System {
     /// POST JSON to the emulator (path relative to its base URL).
     pub fn compute_post(&self, path: &str, body: &Value) -> Result<Value> {
         let url = format!("{}{}", self.compute_url, path.trim_start_matches('/'));
-        let resp = self.http.post(&url).json(body).send()?;
+        let resp = self.authed(self.http.post(&url)).json(body).send()?;
         let status = resp.status();
         let text = resp.text()?;
         if !status.is_success() {
@@ -474,7 +503,7 @@ impl System {
     /// DELETE on the emulator (path relative to its base URL).
     pub fn compute_delete(&self, path: &str) -> Result<()> {
         let url = format!("{}{}", self.compute_url, path.trim_start_matches('/'));
-        let resp = self.http.delete(&url).send()?;
+        let resp = self.authed(self.http.delete(&url)).send()?;
         if !resp.status().is_success() {
             bail!("DELETE {url}: {}", resp.status());
         }

@@ -20,7 +20,7 @@ use crate::faults::FaultRule;
 
 /// Routes of the admin API (nested under `/_emulator`).
 pub fn router() -> Router<Arc<Emulator>> {
-    crate::dashboard::routes(Router::new())
+    crate::identity_api::admin_routes(crate::dashboard::routes(Router::new()))
         .route("/reset", post(reset))
         .route("/state", get(state))
         .route(

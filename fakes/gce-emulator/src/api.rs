@@ -1,7 +1,9 @@
 //! The HTTP surface: `/compute/{v1,beta,alpha}/...` (the API, one store seen through each
 //! version), `POST /batch/compute/{version}` (gcloud's batch),
-//! and `/_emulator/...` (admin). Auth is optional (`--require-token`); the Host header is
-//! ignored, since the Rust client sends it without a port (reference/gce-clients.md).
+//! `/_emulator/...` (admin), the metadata server (`/computeMetadata/v1/...`), the OAuth token
+//! endpoint (`/token`) and Resource Manager's project policy (`/v1/projects/P:getIamPolicy`).
+//! Auth is optional (`--require-token`, `--iam`: identity.rs); the Host header is ignored,
+//! since the Rust client sends it without a port (reference/gce-clients.md).
 
 use std::sync::Arc;
 
@@ -23,7 +25,10 @@ pub const MAX_REQUEST_BYTES: usize = 10 * 1024 * 1024;
 
 /// The whole router.
 pub fn router(emu: Arc<Emulator>) -> Router {
-    Router::new()
+    let issuer_emu = Arc::clone(&emu);
+    let issue: crate::metadata::Issuer = Arc::new(move |email| issuer_emu.identity.issue(email));
+    let r = Router::new().merge(crate::metadata::router(emu.config.metadata.clone(), issue));
+    crate::identity_api::root_routes(r)
         .route("/compute/{version}/{*path}", any(compute))
         .route("/networkservices/v1/{*path}", any(network_services))
         .route("/batch/compute/{version}", post(crate::batch::handle))
@@ -47,8 +52,11 @@ async fn not_found(uri: Uri) -> Response {
     .into_response()
 }
 
-/// Checks `authorization: Bearer ...` when `--require-token` is set. Errors: 401 in Google's shape.
+/// Checks `authorization: Bearer ...` when `--require-token` or `--iam` is set (with `--iam`,
+/// the token must be one the emulator issued and not expired, identity.rs). Errors: 401 in
+/// Google's shape.
 pub fn check_auth(emu: &Emulator, headers: &HeaderMap) -> Result<(), ApiError> {
+    emu.identity.authenticate(bearer_token(headers))?;
     let Some(required) = &emu.config.require_token else {
         return Ok(());
     };
@@ -62,15 +70,7 @@ pub fn check_auth(emu: &Emulator, headers: &HeaderMap) -> Result<(), ApiError> {
 
 /// The bearer token of `authorization: Bearer ...`, if any.
 pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
+    crate::identity::bearer_token(headers)
 }
 
 /// Percent-decodes each segment of a request path, as Google's front end does

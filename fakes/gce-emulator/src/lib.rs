@@ -26,6 +26,11 @@ pub mod filter;
 mod fuzz_support;
 pub mod health_state;
 pub mod iam;
+pub mod iam_permissions;
+pub mod iam_policy;
+pub mod iam_roles;
+pub mod identity;
+pub mod identity_api;
 pub mod listing;
 pub mod logging_api;
 pub mod metadata;
@@ -41,6 +46,7 @@ pub mod slow_cloud;
 pub mod snapshot;
 pub mod state_file;
 pub mod store;
+pub mod tokens;
 
 /// Google's error shape and request validation (the `gce-validate` crate, crates/validate),
 /// re-exported so `crate::errors::..` and `crate::validate::..` keep their paths.

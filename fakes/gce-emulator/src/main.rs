@@ -83,6 +83,15 @@ async fn main() -> anyhow::Result<()> {
         private_ranges: opts.private_ranges.clone(),
         grants: gce_emulator::iam::Grants::parse(&opts.iam_grants)?,
         slow_cloud: opts.slow_cloud.clone(),
+        iam: opts.iam,
+        token_lifetime: Duration::from_secs(opts.token_lifetime_sec.max(2)),
+        metadata: gce_emulator::metadata::Metadata {
+            project: opts.metadata_project.clone(),
+            zone: opts.metadata_zone.clone(),
+            token: opts.require_token.clone().filter(|t| !t.is_empty()),
+            account: opts.metadata_service_account.clone(),
+            ..Default::default()
+        },
     };
     let emu: Arc<Emulator> = Emulator::new(config, base, state, ca);
     let dp_config = DataPlaneConfig {
@@ -111,20 +120,13 @@ async fn main() -> anyhow::Result<()> {
             let l = tokio::net::TcpListener::bind(at)
                 .await
                 .with_context(|| format!("cannot listen on {at} (--metadata-listen)"))?;
-            let md = gce_emulator::metadata::Metadata {
-                project: opts.metadata_project.clone(),
-                numeric_project: "100000000001".into(),
-                zone: opts.metadata_zone.clone(),
-                instance: "gce-emulator-vm".into(),
-                token: opts
-                    .require_token
-                    .clone()
-                    .filter(|t| !t.is_empty())
-                    .unwrap_or_else(|| "gce-emulator-token".into()),
-            };
+            let md = emu.config.metadata.clone();
+            let issuer_emu = Arc::clone(&emu);
+            let issue: gce_emulator::metadata::Issuer =
+                Arc::new(move |email| issuer_emu.identity.issue(email));
             let addr = l.local_addr()?;
             tokio::spawn(async move {
-                let _ = axum::serve(l, gce_emulator::metadata::router(md)).await;
+                let _ = axum::serve(l, gce_emulator::metadata::standalone(md, issue)).await;
             });
             Some(addr)
         }

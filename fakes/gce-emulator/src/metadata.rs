@@ -9,9 +9,17 @@
 //! keys"): `project/project-id`, `project/numeric-project-id`, `instance/zone`
 //! (`projects/NUM/zones/ZONE`), `instance/name`, `instance/id`, `instance/hostname`,
 //! `instance/network-interfaces/0/network`, `instance/service-accounts/default/{email,scopes,
-//! token}` (also under the account's email). Every request must carry `Metadata-Flavor: Google`
-//! (403 otherwise, as the real server answers); answers carry `Metadata-Flavor: Google`. The
-//! token is the one `--require-token` asks for, so the API accepts it.
+//! token}` (also under the account's email), `universe/universe-domain`. Every request must
+//! carry `Metadata-Flavor: Google` (403 otherwise, as the real server answers); answers carry
+//! `Metadata-Flavor: Google`. It is served on the API's own port too, so
+//! `GCE_METADATA_HOST=127.0.0.1:PORT` points any client's ADC chain at it.
+//!
+//! The token: the one `--require-token` asks for, if it names one; otherwise a fresh access
+//! token of the account from the emulator's identity provider (identity.rs), with its
+//! `--token-lifetime-sec` as `expires_in`, as the real server answers "Get an access token".
+//! The account is `--metadata-service-account` (with Workload Identity, the Google service
+//! account the Kubernetes ServiceAccount impersonates), by default the project's Compute
+//! Engine default service account.
 
 use std::sync::Arc;
 
@@ -20,6 +28,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+
+/// Issues an access token for an email: `(token, expires_in seconds)`.
+pub type Issuer = Arc<dyn Fn(&str) -> (String, u64) + Send + Sync>;
 
 /// The identity the metadata server describes.
 #[derive(Clone, Debug)]
@@ -32,17 +43,37 @@ pub struct Metadata {
     pub zone: String,
     /// The VM's name (`instance/name`).
     pub instance: String,
-    /// The OAuth access token handed out (`instance/service-accounts/default/token`).
-    pub token: String,
+    /// A fixed OAuth access token to hand out (`--require-token TOKEN`); `None`: fresh tokens
+    /// from the identity provider.
+    pub token: Option<String>,
+    /// The default account's email (`--metadata-service-account`); `None`: the Compute Engine
+    /// default service account.
+    pub account: Option<String>,
+}
+
+impl Default for Metadata {
+    fn default() -> Metadata {
+        Metadata {
+            project: "p1".into(),
+            numeric_project: "100000000001".into(),
+            zone: "us-central1-a".into(),
+            instance: "gce-emulator-vm".into(),
+            token: None,
+            account: None,
+        }
+    }
 }
 
 impl Metadata {
-    /// The default service account's email (`PROJECT_NUMBER-compute@developer.gserviceaccount.com`).
+    /// The default service account's email (`--metadata-service-account`, else
+    /// `PROJECT_NUMBER-compute@developer.gserviceaccount.com`).
     pub fn email(&self) -> String {
-        format!(
-            "{}-compute@developer.gserviceaccount.com",
-            self.numeric_project
-        )
+        self.account.clone().unwrap_or_else(|| {
+            format!(
+                "{}-compute@developer.gserviceaccount.com",
+                self.numeric_project
+            )
+        })
     }
 
     /// The value of a metadata key under `computeMetadata/v1/`, `None` if not served.
@@ -57,16 +88,17 @@ impl Metadata {
                 "email" => Some(self.email()),
                 "scopes" => Some("https://www.googleapis.com/auth/cloud-platform".into()),
                 "aliases" => Some("default".into()),
-                // Seconds to expiry as the real server counts; the emulator never expires it.
-                "token" => Some(
-                    serde_json::json!({"access_token": self.token, "expires_in": 3599, "token_type": "Bearer"})
-                        .to_string(),
-                ),
+                // A fixed token (`--require-token TOKEN`); fresh ones come from the router's issuer.
+                "token" => self.token.as_ref().map(|t| {
+                    serde_json::json!({"access_token": t, "expires_in": 3599, "token_type": "Bearer"})
+                        .to_string()
+                }),
                 _ => None,
             };
         }
         Some(match key {
             "project/project-id" => self.project.clone(),
+            "universe/universe-domain" => "googleapis.com".into(),
             "project/numeric-project-id" => self.numeric_project.clone(),
             "instance/zone" => format!("projects/{}/zones/{}", self.numeric_project, self.zone),
             "instance/name" => self.instance.clone(),
@@ -84,12 +116,19 @@ impl Metadata {
     }
 }
 
-/// The metadata server's router.
-pub fn router(md: Metadata) -> Router {
+/// The metadata server's router; `issue` hands out fresh tokens when `md.token` is `None`.
+pub fn router<S>(md: Metadata, issue: Issuer) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
     Router::new()
-        .route("/", get(root))
         .route("/computeMetadata/v1/{*key}", get(key))
-        .with_state(Arc::new(md))
+        .with_state(Arc::new((md, issue)))
+}
+
+/// [`router`] plus `GET /`, for a metadata server on a port of its own (`--metadata-listen`).
+pub fn standalone(md: Metadata, issue: Issuer) -> Router {
+    router(md, issue).route("/", get(root))
 }
 
 fn flavored(status: StatusCode, body: String) -> Response {
@@ -106,20 +145,34 @@ async fn root() -> Response {
 }
 
 async fn key(
-    State(md): State<Arc<Metadata>>,
+    State(state): State<Arc<(Metadata, Issuer)>>,
     Path(key): Path<String>,
     headers: HeaderMap,
 ) -> Response {
+    let (md, issue) = &*state;
     if !has_flavor(&headers) {
         return flavored(
             StatusCode::FORBIDDEN,
             "Missing Metadata-Flavor:Google header.\n".into(),
         );
     }
+    if md.token.is_none() && is_token_key(md, &key) {
+        let (token, expires_in) = issue(&md.email());
+        let body = serde_json::json!({"access_token": token, "expires_in": expires_in, "token_type": "Bearer"});
+        return flavored(StatusCode::OK, body.to_string());
+    }
     match md.value(&key) {
         Some(v) => flavored(StatusCode::OK, v),
         None => flavored(StatusCode::NOT_FOUND, format!("{key} is not served\n")),
     }
+}
+
+/// Whether `key` is the token of the default account (by `default` or by its email).
+fn is_token_key(md: &Metadata, key: &str) -> bool {
+    key.trim_end_matches('/')
+        .strip_prefix("instance/service-accounts/")
+        .and_then(|rest| rest.strip_suffix("/token"))
+        .is_some_and(|who| who == "default" || who == md.email())
 }
 
 #[cfg(test)]
@@ -133,7 +186,8 @@ mod tests {
             numeric_project: "123".into(),
             zone: "us-central1-a".into(),
             instance: "node-1".into(),
-            token: "t0k".into(),
+            token: Some("t0k".into()),
+            account: None,
         };
         assert_eq!(md.value("project/project-id").unwrap(), "p1");
         assert_eq!(
@@ -151,5 +205,25 @@ mod tests {
         );
         assert_eq!(md.value("instance/service-accounts/other/token"), None);
         assert_eq!(md.value("instance/attributes/kube-env"), None);
+        assert_eq!(
+            md.value("universe/universe-domain").unwrap(),
+            "googleapis.com"
+        );
+        assert!(is_token_key(&md, "instance/service-accounts/default/token"));
+        assert!(!is_token_key(
+            &md,
+            "instance/service-accounts/default/email"
+        ));
+        let wi = Metadata {
+            account: Some("gclb-operator@p1.iam.gserviceaccount.com".into()),
+            token: None,
+            ..md
+        };
+        assert_eq!(wi.email(), "gclb-operator@p1.iam.gserviceaccount.com");
+        assert_eq!(wi.value("instance/service-accounts/default/token"), None);
+        assert!(is_token_key(
+            &wi,
+            "instance/service-accounts/gclb-operator@p1.iam.gserviceaccount.com/token"
+        ));
     }
 }

@@ -65,6 +65,20 @@ pub struct Options {
     /// The zone the metadata server describes (a served zone).
     #[arg(long, default_value = "us-central1-a")]
     pub metadata_zone: String,
+    /// The Google service account whose tokens the metadata server hands out (with Workload
+    /// Identity, the one the Kubernetes ServiceAccount impersonates); default: the project's
+    /// Compute Engine default service account.
+    #[arg(long, value_name = "EMAIL")]
+    pub metadata_service_account: Option<String>,
+    /// Enforce IAM: every API call needs a token the emulator issued (metadata server, token
+    /// endpoint, or a self-signed JWT of a key it issued) and the permissions its method
+    /// needs through the project's bindings (admin API `/_emulator/iam`; docs/emulator.md).
+    #[arg(long, default_value_t = false)]
+    pub iam: bool,
+    /// Seconds an issued access token lives (Google's: 3600; at least 2); short, clients
+    /// refresh. `expires_in` answers one second less, as the real server rounds down.
+    #[arg(long, default_value_t = 3600)]
+    pub token_lifetime_sec: u64,
     /// Whether VPC firewall rules decide which health-check probes (from 35.191.0.0/16) and
     /// proxied connections (from 130.211.0.0/22) reach NEG endpoints; `=false` lets all through.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]

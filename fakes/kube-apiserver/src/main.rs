@@ -56,6 +56,10 @@ struct Args {
     /// (e.g. the gce-emulator's `http://127.0.0.1:PORT`), as a GKE node pool creates its VMs.
     #[arg(long)]
     compute_endpoint: Option<String>,
+    /// Bearer token for those calls (an emulator run with `--iam` requires one; its admin API
+    /// issues it: `POST /_emulator/iam/serviceAccounts/EMAIL/tokens`).
+    #[arg(long, env = "COMPUTE_TOKEN", hide_env_values = true)]
+    compute_token: Option<String>,
     /// The cluster's VPC network (name) the instances are on.
     #[arg(long, default_value = "default")]
     network: String,
@@ -123,6 +127,7 @@ async fn main() -> anyhow::Result<()> {
                     project: args.project.clone(),
                     network: format!("projects/{host}/global/networks/{}", args.network),
                     tags: args.node_tags.clone(),
+                    token: args.compute_token.clone(),
                 }
             }),
         };

@@ -13,7 +13,7 @@
 //! let lookup = Arc::new(readiness::StoreLookup::new(
 //!     stores.ingresses.clone(), stores.services.clone(), stores.ingress_classes.clone(),
 //!     translate_config.clone()));
-//! let health = readiness::ComputeNegHealth::connect(&project, compute_endpoint.as_deref()).await?;
+//! let health = readiness::ComputeNegHealth::connect(&project, compute_endpoint.as_deref(), credentials).await?;
 //! let ctx = readiness::Context::new(client, Arc::new(health), lookup.clone(), readiness::Config {
 //!     timeout: neg_ready_timeout, bypass: !readiness_gates, ..Default::default() })
 //!     .with_metrics(readiness_metrics);

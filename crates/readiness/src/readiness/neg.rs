@@ -117,22 +117,24 @@ pub struct ComputeNegHealth {
 }
 
 impl ComputeNegHealth {
-    /// Builds the clients for `project`. With `endpoint` (host root such as
-    /// `http://127.0.0.1:PORT`, no `/compute/v1`) the clients use anonymous credentials (the
-    /// emulator needs none; `reference/gce-clients.md`); without it, Application Default
-    /// Credentials. The clients' own retries are off: the controller backs off per poll.
+    /// Builds the clients for `project`. `endpoint` is the API's host root (`http://127.0.0.1:PORT`,
+    /// no `/compute/v1`; `None`: the real API; `reference/gce-clients.md`); `credentials` what
+    /// they send, whatever the endpoint ([`gclb_sync::compute::CredentialsMode`]: Application
+    /// Default Credentials unless anonymous is asked for). The clients' own retries are off:
+    /// the controller backs off per poll.
     ///
     /// Errors: [`NegHealthError::ClientBuild`].
-    pub async fn connect(project: &str, endpoint: Option<&str>) -> Result<Self, NegHealthError> {
-        let creds = match endpoint {
-            Some(_) => google_cloud_auth::credentials::anonymous::Builder::new().build(),
-            None => google_cloud_auth::credentials::Builder::default()
-                .build()
-                .map_err(|e| NegHealthError::ClientBuild {
-                    service: "credentials",
-                    message: e.to_string(),
-                })?,
-        };
+    pub async fn connect(
+        project: &str,
+        endpoint: Option<&str>,
+        credentials: gclb_sync::compute::CredentialsMode,
+    ) -> Result<Self, NegHealthError> {
+        let creds = credentials
+            .build()
+            .map_err(|message| NegHealthError::ClientBuild {
+                service: "credentials",
+                message,
+            })?;
         let mut negs = gc::NetworkEndpointGroups::builder()
             .with_credentials(creds.clone())
             .with_retry_policy(NeverRetry);

@@ -112,9 +112,13 @@ mod over_http {
             })))
             .mount(&server)
             .await;
-        let health = ComputeNegHealth::connect("p1", Some(&server.uri()))
-            .await
-            .unwrap();
+        let health = ComputeNegHealth::connect(
+            "p1",
+            Some(&server.uri()),
+            gclb_sync::compute::CredentialsMode::Anonymous,
+        )
+        .await
+        .unwrap();
         let neg = NegRef::new("us-central1-a", "neg-a");
         let endpoints = health.list_network_endpoints(&neg).await.unwrap().unwrap();
         let ips: Vec<&str> = endpoints.iter().map(|e| e.ip_address.as_str()).collect();
@@ -146,9 +150,13 @@ mod over_http {
             )
             .mount(&server)
             .await;
-        let health = ComputeNegHealth::connect("p1", Some(&server.uri()))
-            .await
-            .unwrap();
+        let health = ComputeNegHealth::connect(
+            "p1",
+            Some(&server.uri()),
+            gclb_sync::compute::CredentialsMode::Anonymous,
+        )
+        .await
+        .unwrap();
         let neg = NegRef::new("us-central1-a", "neg-a");
         let users = health
             .backend_services_using(std::slice::from_ref(&neg))
@@ -182,9 +190,13 @@ mod over_http {
             .expect(1)
             .mount(&server)
             .await;
-        let health = ComputeNegHealth::connect("p1", Some(&server.uri()))
-            .await
-            .unwrap();
+        let health = ComputeNegHealth::connect(
+            "p1",
+            Some(&server.uri()),
+            gclb_sync::compute::CredentialsMode::Anonymous,
+        )
+        .await
+        .unwrap();
         let neg = NegRef::new("us-central1-a", "neg-a");
         let deadline = std::time::Duration::from_secs(30);
         let endpoints = tokio::time::timeout(deadline, health.list_network_endpoints(&neg))
@@ -220,9 +232,13 @@ mod over_http {
                 "errors": [{"domain": "global", "reason": "forbidden", "message": "forbidden"}]}})))
             .mount(&server)
             .await;
-        let health = ComputeNegHealth::connect("p1", Some(&server.uri()))
-            .await
-            .unwrap();
+        let health = ComputeNegHealth::connect(
+            "p1",
+            Some(&server.uri()),
+            gclb_sync::compute::CredentialsMode::Anonymous,
+        )
+        .await
+        .unwrap();
         let gone = NegRef::new("us-central1-a", "gone");
         assert_eq!(health.list_network_endpoints(&gone).await.unwrap(), None);
         let broken = NegRef::new("us-central1-a", "broken");
@@ -248,9 +264,13 @@ mod over_http {
             .expect(1)
             .mount(&server)
             .await;
-        let health = ComputeNegHealth::connect("p1", Some(&server.uri()))
-            .await
-            .unwrap();
+        let health = ComputeNegHealth::connect(
+            "p1",
+            Some(&server.uri()),
+            gclb_sync::compute::CredentialsMode::Anonymous,
+        )
+        .await
+        .unwrap();
         let a = NegRef::new("us-central1-a", "neg-a");
         let b = NegRef::new("us-central1-a", "neg-b");
         let users = health
@@ -269,9 +289,13 @@ mod over_http {
             .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": []})))
             .mount(&server)
             .await;
-        let health = ComputeNegHealth::connect("p1", Some(&server.uri()))
-            .await
-            .unwrap();
+        let health = ComputeNegHealth::connect(
+            "p1",
+            Some(&server.uri()),
+            gclb_sync::compute::CredentialsMode::Anonymous,
+        )
+        .await
+        .unwrap();
         let neg = NegRef::new("us-central1-a", "neg-a");
         health.list_network_endpoints(&neg).await.unwrap();
         health.backend_services_using(&[neg]).await.unwrap();

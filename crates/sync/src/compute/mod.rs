@@ -14,6 +14,7 @@
 //!
 //! [`state`] is the cache of what exists that `sync` reads instead of one `get` per resource.
 
+pub mod credentials;
 pub mod error;
 pub mod metrics;
 pub mod pacing;
@@ -31,6 +32,7 @@ use google_cloud_compute_v1::model;
 use google_cloud_gax::options::RequestOptionsBuilder as _;
 use google_cloud_gax::retry_policy::NeverRetry;
 
+pub use credentials::CredentialsMode;
 pub use error::{ComputeError, ErrorKind};
 pub use metrics::ComputeMetrics;
 
@@ -67,8 +69,10 @@ pub struct ComputeConfig {
     /// Project id all resources live in.
     pub project: String,
     /// Host root of the API (`http://127.0.0.1:PORT`, no `/compute/v1`: the crate adds it).
-    /// `None` means the real API with Application Default Credentials.
+    /// `None` means the real API.
     pub endpoint: Option<String>,
+    /// The credentials the clients send, whatever the endpoint (`--compute-credentials`).
+    pub credentials: CredentialsMode,
     /// Delay between Operation polls when a wait returns before DONE.
     pub operation_poll_interval: Duration,
     /// Give up on an Operation after this long.
@@ -86,6 +90,7 @@ impl ComputeConfig {
         Self {
             project: project.into(),
             endpoint,
+            credentials: CredentialsMode::Adc,
             operation_poll_interval: Duration::from_millis(500),
             operation_timeout: Duration::from_secs(300),
             retry: RetrySettings::default(),
@@ -180,22 +185,19 @@ pub struct Compute {
 
 impl Compute {
     /// A client of the Compute API for `config.project`; the client of each collection is
-    /// built on its first call. With `config.endpoint` set the clients send no credentials
-    /// (the emulator needs none); without it they use Application Default Credentials.
+    /// built on its first call. The clients send `config.credentials` ([`CredentialsMode`]:
+    /// Application Default Credentials unless anonymous is asked for), whatever the endpoint.
     ///
     /// Errors: [`ComputeError::ClientBuild`] when credentials cannot be found. A client that
     /// fails to build fails its first call with the same error (and is tried again on the next).
     pub async fn new(config: ComputeConfig, metrics: ComputeMetrics) -> Result<Self> {
-        let creds = if config.endpoint.is_some() {
-            google_cloud_auth::credentials::anonymous::Builder::new().build()
-        } else {
-            google_cloud_auth::credentials::Builder::default()
-                .build()
-                .map_err(|e| ComputeError::ClientBuild {
-                    service: "credentials",
-                    message: format!("Application Default Credentials: {e}"),
-                })?
-        };
+        let creds = config
+            .credentials
+            .build()
+            .map_err(|message| ComputeError::ClientBuild {
+                service: "credentials",
+                message,
+            })?;
         Ok(Self {
             project: config.project,
             endpoint: config.endpoint,

@@ -16,6 +16,7 @@ use super::{Compute, ComputeConfig, ComputeMetrics, RetrySettings};
 /// When the clients do not build.
 pub async fn compute_for(server: &MockServer) -> Compute {
     let mut config = ComputeConfig::new("p1", Some(server.uri()));
+    config.credentials = crate::compute::CredentialsMode::Anonymous;
     config.operation_poll_interval = Duration::from_millis(1);
     config.retry = RetrySettings {
         min_delay: Duration::from_millis(1),

@@ -3,9 +3,10 @@
 //! Operation, publishes a new [`Snapshot`] to the data plane and persists the state file.
 //!
 //! Submodules: [`route`] (path -> call, method ids), [`version`] (v1, beta and alpha views of
-//! one store), `custom` (custom verbs), `projects` (projects and Shared VPC), `certs` (MANAGED
+//! one store), `authorize` (IAM and `--iam-grant` at one point of the request path), `custom` (custom verbs), `projects` (projects and Shared VPC), `certs` (MANAGED
 //! certificate provisioning).
 
+mod authorize;
 mod certs;
 mod custom;
 pub mod network_services;
@@ -69,6 +70,13 @@ pub struct Config {
     /// `--slow-cloud`: the profile applied from the start (admin API `/_emulator/slow-cloud`
     /// changes it).
     pub slow_cloud: slow_cloud::Profile,
+    /// `--iam`: every call needs a valid token and its method's permissions ([`crate::identity`]).
+    pub iam: bool,
+    /// `--token-lifetime-sec`: how long issued access tokens live.
+    pub token_lifetime: Duration,
+    /// What the metadata server describes (`--metadata-*`); it is served on the API's own
+    /// port too, so `GCE_METADATA_HOST=127.0.0.1:PORT` reaches it.
+    pub metadata: crate::metadata::Metadata,
 }
 
 impl Default for Config {
@@ -83,6 +91,9 @@ impl Default for Config {
             private_ranges: Vec::new(),
             grants: crate::iam::Grants::default(),
             slow_cloud: slow_cloud::Profile::default(),
+            iam: false,
+            token_lifetime: Duration::from_secs(3600),
+            metadata: crate::metadata::Metadata::default(),
         }
     }
 }
@@ -137,6 +148,8 @@ pub struct Emulator {
     ns_operations: Mutex<std::collections::HashMap<String, Value>>,
     /// Control-plane metrics.
     pub metrics: crate::metrics::Metrics,
+    /// Tokens, roles and bindings (`--iam`).
+    pub identity: crate::identity::Identity,
 }
 
 /// The schema the body of `call` must follow (schema.rs), if it has a body and a schema.
@@ -170,7 +183,10 @@ impl Emulator {
             .map(|(k, _)| k.clone())
             .collect();
         let slow_cloud = SlowCloud::new(config.slow_cloud.clone());
+        let token_uri = format!("{}token", base.trim_end_matches("compute/v1/"));
+        let identity = crate::identity::Identity::new(config.iam, config.token_lifetime, token_uri);
         let emu = Arc::new(Emulator {
+            identity,
             slow_cloud,
             config,
             base,
@@ -279,30 +295,6 @@ impl Emulator {
             tracing::debug!(method = %method, code = e.code, reason = %e.reason, message = %e.message, "API error");
         }
         result
-    }
-
-    /// Refuses a mutating call a restricted token (`--iam-grant`) may not make.
-    fn authorize(&self, call: &Call, method: &str, req: &ApiRequest) -> Result<(), ApiError> {
-        if crate::calls::is_reading(method) {
-            return Ok(());
-        }
-        let (project, resource) = match call {
-            Call::Insert(t) => {
-                let name = methods::parse_body(&req.body)
-                    .ok()
-                    .and_then(|b| b.get("name")?.as_str().map(str::to_string))
-                    .unwrap_or_default();
-                (t.project.as_str(), format!("{}{name}", t.prefix()))
-            }
-            Call::Delete(t) | Call::Update(t, _) | Call::Custom(t, _) => {
-                (t.project.as_str(), t.key())
-            }
-            Call::ProjectVerb(p, _) => (p.as_str(), format!("projects/{p}")),
-            _ => return Ok(()),
-        };
-        self.config
-            .grants
-            .check(req.token.as_deref(), method, project, &resource)
     }
 
     async fn execute(self: &Arc<Self>, call: Call, req: &ApiRequest) -> Result<Value, ApiError> {

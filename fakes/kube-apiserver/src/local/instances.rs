@@ -19,7 +19,8 @@ use serde_json::{json, Value};
 use super::nodes::NodeConfig;
 
 /// Where and how instances are registered (`fake-kube-apiserver --compute-endpoint ...`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Its `Debug` leaves the token out (logs never carry it).
+#[derive(Clone, PartialEq, Eq)]
 pub struct InstanceOptions {
     /// Compute API root, e.g. `http://127.0.0.1:41234` (requests go to `/compute/v1/...`).
     pub endpoint: String,
@@ -30,6 +31,21 @@ pub struct InstanceOptions {
     pub network: String,
     /// Network tags of every Node.
     pub tags: Vec<String>,
+    /// Bearer token sent with every call (`--compute-token`), for an emulator run with `--iam`
+    /// (an access token from its admin API, `POST /_emulator/iam/serviceAccounts/EMAIL/tokens`).
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for InstanceOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InstanceOptions")
+            .field("endpoint", &self.endpoint)
+            .field("project", &self.project)
+            .field("network", &self.network)
+            .field("tags", &self.tags)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 /// Registers and deletes the Nodes' instances.
@@ -179,6 +195,9 @@ impl Instances {
         body: Option<&Value>,
     ) -> anyhow::Result<Value> {
         let mut req = self.http.request(method.clone(), url);
+        if let Some(t) = &self.options.token {
+            req = req.bearer_auth(t);
+        }
         if let Some(b) = body {
             req = req.json(b);
         }
@@ -203,6 +222,7 @@ mod tests {
     #[test]
     fn the_instance_holds_the_nodes_address_pod_range_zone_and_tags() {
         let options = InstanceOptions {
+            token: None,
             endpoint: "http://127.0.0.1:1".into(),
             project: "svc".into(),
             network: "projects/host/global/networks/shared".into(),

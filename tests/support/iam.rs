@@ -1,0 +1,86 @@
+//! Credentials and IAM in the e2e harness: the operator's Application Default Credentials
+//! from the emulator's metadata server, and, for an emulator run with `--iam`, the local admin
+//! the harness and the local kubelet call as, and the IAM admin API (docs/emulator.md,
+//! "Credentials and IAM").
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use super::{System, PROJECT};
+
+/// The Google service account the harness and the local kubelet call the emulator as when it
+/// enforces IAM ([`super::Options::iam`]).
+pub const LOCAL_ADMIN: &str = "local-admin@p1.iam.gserviceaccount.com";
+
+/// Points `cmd`'s Application Default Credentials at the emulator's metadata server (served on
+/// its API port, `compute_url` `http://127.0.0.1:PORT/`), as GKE's Workload Identity serves
+/// them: `GCE_METADATA_HOST`, no `GOOGLE_APPLICATION_CREDENTIALS`, and a `HOME` (`home`)
+/// without gcloud's ADC file. So every e2e test runs the operator authenticated (`--compute-
+/// credentials adc`, its default) and nothing reaches for the real metadata server.
+pub fn metadata_adc(cmd: &mut Command, compute_url: &str, home: &Path) {
+    let host = compute_url
+        .trim_start_matches("http://")
+        .trim_end_matches('/');
+    cmd.env("GCE_METADATA_HOST", host)
+        .env_remove("GOOGLE_APPLICATION_CREDENTIALS")
+        .env("HOME", home);
+}
+
+/// Binds [`LOCAL_ADMIN`] to `roles/compute.admin` in [`PROJECT`] (and the Shared VPC host) on
+/// the emulator at `compute_url` and returns a day-long access token of it.
+pub(super) fn local_admin(
+    http: &reqwest::blocking::Client,
+    compute_url: &str,
+    shared_vpc: Option<(&str, &str)>,
+) -> Result<String> {
+    let member = format!("serviceAccount:{LOCAL_ADMIN}");
+    for project in std::iter::once(PROJECT).chain(shared_vpc.map(|(h, _)| h)) {
+        let resp = http
+            .post(format!(
+                "{compute_url}_emulator/iam/projects/{project}/bindings"
+            ))
+            .json(&serde_json::json!({"member": member, "role": "roles/compute.admin"}))
+            .send()?;
+        if !resp.status().is_success() {
+            bail!("binding {member} in {project}: {}", resp.text()?);
+        }
+    }
+    let token: Value = http
+        .post(format!(
+            "{compute_url}_emulator/iam/serviceAccounts/{LOCAL_ADMIN}/tokens"
+        ))
+        .json(&serde_json::json!({"lifetimeSec": 86400}))
+        .send()?
+        .json()?;
+    token["access_token"]
+        .as_str()
+        .map(str::to_string)
+        .context("the emulator issued no token")
+}
+
+impl System {
+    /// `method /_emulator/iam/{path}` with `body` (JSON, or a role's YAML as a string):
+    /// the emulator's IAM admin API (docs/emulator.md, "Credentials and IAM").
+    pub fn iam_admin(&self, method: reqwest::Method, path: &str, body: &Value) -> Result<Value> {
+        let url = match path {
+            "" => format!("{}_emulator/iam", self.compute_url),
+            p => format!("{}_emulator/iam/{p}", self.compute_url),
+        };
+        let rb = self.http.request(method.clone(), &url);
+        let rb = match body {
+            Value::String(text) => rb.body(text.clone()),
+            Value::Null => rb,
+            v => rb.json(v),
+        };
+        let resp = rb.send()?;
+        let status = resp.status();
+        let text = resp.text()?;
+        if !status.is_success() {
+            bail!("{method} {url}: {status} {text}");
+        }
+        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+}
