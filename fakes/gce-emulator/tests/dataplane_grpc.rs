@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dataplane_support::*;
-use fake_kube_apiserver::local::annotations::{PodControls, RunMode};
+use fake_kube_apiserver::local::annotations::PodControls;
+use fake_kube_apiserver::local::images::App;
 use fake_kube_apiserver::local::echo::grpc::pb::echo_client::EchoClient;
 use fake_kube_apiserver::local::echo::grpc::{EchoReply, EchoRequest, ECHO_SERVICE};
 use fake_kube_apiserver::local::echo::grpc_client::{dial, GrpcChannel};
@@ -30,7 +31,12 @@ fn pod(name: &str) -> (EchoServer, watch::Sender<PodControls>) {
         name: name.to_string(),
         namespace: "grpc".to_string(),
         pod_ip: Ipv4Addr::LOCALHOST,
-        mode: RunMode::Echo,
+        app: App::Echo,
+        container: "echo".to_string(),
+        image: "echo".to_string(),
+        node: "local-node-1".to_string(),
+        zone: "us-central1-a".to_string(),
+        service_account: "default".to_string(),
     });
     let tls = echo::tls_config(&identity).unwrap();
     let (tx, rx) = watch::channel(PodControls::default());

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use bytes::Buf;
 use dataplane_support::*;
-use fake_kube_apiserver::local::annotations::{PodControls, RunMode};
+use fake_kube_apiserver::local::annotations::PodControls;
+use fake_kube_apiserver::local::images::App;
 use fake_kube_apiserver::local::echo::{EchoServer, PodIdentity};
 use gce_emulator::dataplane::upstream::insecure_client_config;
 use gce_emulator::dataplane::ListenerInfo;
@@ -135,7 +136,12 @@ async fn quic_override_enable_serves_http3_and_disable_refuses_it() {
         name: "web-1".to_string(),
         namespace: "shop".to_string(),
         pod_ip: Ipv4Addr::LOCALHOST,
-        mode: RunMode::Echo,
+        app: App::Echo,
+        container: "echo".to_string(),
+        image: "echo".to_string(),
+        node: "local-node-1".to_string(),
+        zone: "us-central1-a".to_string(),
+        service_account: "default".to_string(),
     });
     let (_controls, rx) = watch::channel(PodControls::default());
     let backend = EchoServer::start(identity, 0, None, rx).unwrap();
