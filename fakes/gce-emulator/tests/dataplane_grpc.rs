@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use dataplane_support::*;
 use fake_kube_apiserver::local::annotations::PodControls;
-use fake_kube_apiserver::local::images::App;
 use fake_kube_apiserver::local::echo::grpc::pb::echo_client::EchoClient;
 use fake_kube_apiserver::local::echo::grpc::{EchoReply, EchoRequest, ECHO_SERVICE};
 use fake_kube_apiserver::local::echo::grpc_client::{dial, GrpcChannel};
 use fake_kube_apiserver::local::echo::{self, EchoServer, PodIdentity};
+use fake_kube_apiserver::local::images::App;
 use gce_emulator::dataplane::upstream::insecure_client_config;
 use gce_emulator::dataplane::ListenerInfo;
 use gce_emulator::health_state::HealthState;
