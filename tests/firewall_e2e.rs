@@ -147,7 +147,14 @@ fn shared_vpc_refusal_gives_502_until_the_host_admin_runs_the_xpn_command() -> R
         ..Options::default()
     })?;
     sys.apply_path(&examples())?;
-    sys.start_operator(&["--network-project", HOST])?;
+    // Anonymous, so that `--iam-grant anonymous=...` restricts the operator to the service
+    // project (with its default ADC the operator would call as the metadata server's account).
+    sys.start_operator(&[
+        "--network-project",
+        HOST,
+        "--compute-credentials",
+        "anonymous",
+    ])?;
     let socket = sys.wait_for_ingress_socket("default", "my-ingress")?;
 
     // The Nodes' instances (service project) and the NEGs sit on the host's network.

@@ -282,10 +282,56 @@ fn neg_health(sys: &System, neg: &str) -> Result<BTreeMap<String, String>> {
         .collect())
 }
 
+/// The IPs of the live Pods with `label`, by Pod name.
+fn pod_ips(sys: &System, label: &str) -> Result<BTreeMap<String, String>> {
+    let list = sys.get_json(&["pods", "-l", label])?;
+    Ok(list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .filter_map(|p| {
+            Some((
+                p["metadata"]["name"].as_str()?.to_string(),
+                p["status"]["podIP"].as_str()?.to_string(),
+            ))
+        })
+        .collect())
+}
+
+/// How many `detachNetworkEndpoints` calls carried each Pod's endpoint (`ips`: Pod -> IP), from
+/// the emulator's call record over the whole test.
+fn detach_calls(sys: &System, ips: &BTreeMap<String, String>) -> Result<Vec<(String, u64)>> {
+    let calls = sys.compute_get("_emulator/calls")?;
+    let detached = &calls["networkEndpoints"]["detachNetworkEndpoints"];
+    Ok(ips
+        .iter()
+        .map(|(pod, ip)| {
+            let n = detached
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(endpoint, _)| endpoint.split(':').next() == Some(ip.as_str()))
+                .filter_map(|(_, n)| n.as_u64())
+                .sum();
+            (pod.clone(), n)
+        })
+        .collect())
+}
+
+/// What one `kubectl set image` under load produced.
+struct SetImage {
+    tally: Tally,
+    /// The Pods of the new ReplicaSet.
+    news: Vec<String>,
+    /// `detachNetworkEndpoints` calls per Pod, old and new ([`detach_calls`]).
+    detach_calls: Vec<(String, u64)>,
+}
+
 /// Runs `kubectl set image` on Deployment `web` (hello-app 1.0 -> 2.0) while the load
 /// generator sends requests through the load balancer; keeps the load on until the rollout is
 /// done, every new Pod has answered and at least [`MIN_REQUESTS`] were answered.
-fn set_image_under_load(label: &str, operator_flags: &[&str]) -> Result<(Tally, Vec<String>)> {
+fn set_image_under_load(label: &str, operator_flags: &[&str]) -> Result<SetImage> {
     let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
     sys.apply_path(&repo_root().join("crds/backendconfigs.cloud.google.com.yaml"))?;
     sys.kubectl_ok(&[
@@ -312,6 +358,7 @@ fn set_image_under_load(label: &str, operator_flags: &[&str]) -> Result<(Tally, 
     })
     .with_context(|| sys.logs())?;
     sys.wait_for_response(&socket, HOST, "/", 200, "Version: 1.0.0")?;
+    let mut ips = pod_ips(&sys, "app=web")?;
 
     let load = Load::start(
         &socket,
@@ -370,7 +417,14 @@ fn set_image_under_load(label: &str, operator_flags: &[&str]) -> Result<(Tally, 
     if let Err(e) = settled {
         eprintln!("[{label}] load did not settle: {e:#}");
     }
-    Ok((tally, news))
+    ips.extend(pod_ips(&sys, "app=web")?);
+    let detach_calls = detach_calls(&sys, &ips)?;
+    eprintln!("[{label}] detachNetworkEndpoints calls per Pod: {detach_calls:?}");
+    Ok(SetImage {
+        tally,
+        news,
+        detach_calls,
+    })
 }
 
 /// Issue 41: `kubectl set image` on a Deployment behind an Ingress, under steady traffic,
@@ -379,7 +433,11 @@ fn set_image_under_load(label: &str, operator_flags: &[&str]) -> Result<(Tally, 
 /// balancer reports the endpoint HEALTHY.
 #[test]
 fn set_image_with_the_readiness_gate_loses_no_request() -> Result<()> {
-    let (tally, news) = set_image_under_load("gate enforced", &[])?;
+    let SetImage {
+        tally,
+        news,
+        detach_calls,
+    } = set_image_under_load("gate enforced", &[])?;
     let total = tally.ok + tally.failed;
     assert_eq!(
         tally.failed, 0,
@@ -395,6 +453,16 @@ fn set_image_with_the_readiness_gate_loses_no_request() -> Result<()> {
             tally.by_pod
         );
     }
+    // Issue 40: the Deployment's first Pods, and the new ones, were never detached when their
+    // gate opened: each first Pod's endpoint was detached once (its deletion), no new Pod's.
+    assert_eq!(detach_calls.len(), 2 * REPLICAS, "{detach_calls:?}");
+    for (pod, calls) in &detach_calls {
+        let want = u64::from(!news.contains(pod));
+        assert_eq!(
+            *calls, want,
+            "Pod {pod}: {calls} detachNetworkEndpoints calls carried its endpoint, want {want} (its deletion only): {detach_calls:?}"
+        );
+    }
     Ok(())
 }
 
@@ -404,7 +472,8 @@ fn set_image_with_the_readiness_gate_loses_no_request() -> Result<()> {
 /// requests fail with the load balancer's 502.
 #[test]
 fn set_image_without_the_readiness_gate_loses_requests() -> Result<()> {
-    let (tally, _) = set_image_under_load("gate bypassed", &["--readiness-gates=false"])?;
+    let SetImage { tally, .. } =
+        set_image_under_load("gate bypassed", &["--readiness-gates=false"])?;
     assert!(
         tally.failed > 0,
         "expected failed requests when the gate does not wait for load balancer health: {tally:?}"

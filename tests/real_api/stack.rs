@@ -146,7 +146,15 @@ impl Drop for KillOnDrop {
 /// election and a one-hour resync (as `operator_on_a_real_api_server` runs it).
 pub fn start_operator(kubeconfig: &Path, compute_url: &str, log: &Path) -> Result<KillOnDrop> {
     let out = std::fs::File::create(log)?;
-    let child = Command::new(support::bin("gclb-operator"))
+    let mut cmd = Command::new(support::bin("gclb-operator"));
+    // Its Application Default Credentials come from the emulator's metadata server, as
+    // Workload Identity serves them: nothing reaches for a real metadata server.
+    support::metadata_adc(
+        &mut cmd,
+        compute_url,
+        log.parent().unwrap_or(Path::new("/tmp")),
+    );
+    let child = cmd
         .arg("run")
         .args(["--project", support::PROJECT, "--zone", support::ZONE])
         .args(["--network", "default", "--cluster-name", support::CLUSTER])
