@@ -357,7 +357,9 @@ fn real_api_matches_the_recorded_answers() {
         .into_iter()
         .filter(|(name, _)| want["answers"].get(name).is_some())
         .collect();
-    let diffs: Vec<String> = differences(&got, &want, true)
+    // Deviation cases are left out too: their real answers may carry what a server makes up
+    // per run (the Pod-update diff names a random `kube-api-access-xxxxx` volume).
+    let diffs: Vec<String> = differences(&got, &want, false)
         .into_iter()
         .filter(|d| !d.ends_with(": not recorded"))
         .collect();
