@@ -7,74 +7,27 @@
 //! not-ready entry is attached only for a gated Pod whose containers are ready.
 
 use super::*;
-use crate::translate::test_support::{config, snapshot_from_yaml};
+use crate::translate::test_support::{config, one_pod_service_yaml, snapshot_from_yaml, web_port};
 
-/// One Service `web` with one EndpointSlice entry 10.0.0.9 for Pod `web-1` whose slice
-/// conditions are `slice_conditions` (YAML flow map), and that Pod with `pod_extra` metadata,
-/// `gated` readiness gate and `conditions` (YAML list items).
+/// [`one_pod_service_yaml`]'s cluster.
 fn cluster(
     slice_conditions: &str,
     gated: bool,
     pod_extra: &str,
     conditions: &[(&str, &str)],
 ) -> ClusterSnapshot {
-    let gates = if gated {
-        "  readinessGates:\n  - conditionType: cloud.google.com/load-balancer-neg-ready\n"
-    } else {
-        ""
-    };
-    let conditions: String = conditions
-        .iter()
-        .map(|(t, s)| format!("  - {{type: {t}, status: \"{s}\"}}\n"))
-        .collect();
-    snapshot_from_yaml(&format!(
-        r#"
-apiVersion: v1
-kind: Service
-metadata: {{name: web}}
-spec:
-  selector: {{app: web}}
-  ports: [{{name: http, port: 80, targetPort: 8080}}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: web-abcde
-  labels: {{kubernetes.io/service-name: web}}
-addressType: IPv4
-ports: [{{name: http, port: 8080}}]
-endpoints:
-- addresses: ["10.0.0.9"]
-  conditions: {slice_conditions}
-  nodeName: node-a
-  zone: us-central1-a
-  targetRef: {{kind: Pod, name: web-1}}
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: web-1
-  labels: {{app: web}}{pod_extra}
-spec:
-{gates}  containers:
-  - {{name: web, image: web, ports: [{{containerPort: 8080}}]}}
-status:
-  podIP: 10.0.0.9
-  conditions:
-{conditions}"#
+    snapshot_from_yaml(&one_pod_service_yaml(
+        slice_conditions,
+        gated,
+        pod_extra,
+        conditions,
     ))
 }
 
 /// Whether 10.0.0.9 is attached (in a NEG) for Service `web` port 80.
 fn attached(snapshot: &ClusterSnapshot) -> bool {
     let service = ObjectKey::new("default", "web");
-    let port = ServicePort {
-        name: Some("http".into()),
-        port: 80,
-        target_port: Some(IntOrString::Int(8080)),
-        ..ServicePort::default()
-    };
-    let eps = service_endpoints(snapshot, &config(), &service, &port);
+    let eps = service_endpoints(snapshot, &config(), &service, &web_port());
     eps.by_zone
         .values()
         .flatten()

@@ -70,3 +70,72 @@ pub fn snapshot_from_yaml(yaml: &str) -> ClusterSnapshot {
     }
     snapshot
 }
+
+/// Service `web` (port `http` 80 -> target 8080, selector `app: web`) whose one EndpointSlice
+/// entry, 10.0.0.9 on `node-a` in `us-central1-a`, has the conditions `slice_conditions` (a YAML
+/// flow map such as `{ready: false}`) and names Pod `web-1`; and that Pod, with the readiness
+/// gate `cloud.google.com/load-balancer-neg-ready` when `gated`, `pod_metadata` appended to its
+/// metadata (e.g. a `deletionTimestamp` line) and the status `conditions` `(type, status)`.
+/// The cluster the endpoint and gate-window tests vary (issue 40); [`web_port`] is its port.
+pub fn one_pod_service_yaml(
+    slice_conditions: &str,
+    gated: bool,
+    pod_metadata: &str,
+    conditions: &[(&str, &str)],
+) -> String {
+    let gates = if gated {
+        "  readinessGates:\n  - conditionType: cloud.google.com/load-balancer-neg-ready\n"
+    } else {
+        ""
+    };
+    let conditions: String = conditions
+        .iter()
+        .map(|(t, s)| format!("  - {{type: {t}, status: \"{s}\"}}\n"))
+        .collect();
+    format!(
+        r#"
+apiVersion: v1
+kind: Service
+metadata: {{name: web}}
+spec:
+  selector: {{app: web}}
+  ports: [{{name: http, port: 80, targetPort: 8080}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-abcde
+  labels: {{kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{{name: http, port: 8080}}]
+endpoints:
+- addresses: ["10.0.0.9"]
+  conditions: {slice_conditions}
+  nodeName: node-a
+  zone: us-central1-a
+  targetRef: {{kind: Pod, name: web-1}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-1
+  labels: {{app: web}}{pod_metadata}
+spec:
+{gates}  containers:
+  - {{name: web, image: web, ports: [{{containerPort: 8080}}]}}
+status:
+  podIP: 10.0.0.9
+  conditions:
+{conditions}"#
+    )
+}
+
+/// The port of Service `web` in [`one_pod_service_yaml`].
+pub fn web_port() -> k8s_openapi::api::core::v1::ServicePort {
+    k8s_openapi::api::core::v1::ServicePort {
+        name: Some("http".into()),
+        port: 80,
+        target_port: Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(8080)),
+        ..Default::default()
+    }
+}

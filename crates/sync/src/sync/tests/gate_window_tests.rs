@@ -7,11 +7,11 @@
 use std::collections::BTreeSet;
 
 use gclb_translate::translate::endpoints::service_endpoints;
-use gclb_translate::translate::test_support::{config, snapshot_from_yaml};
+use gclb_translate::translate::test_support::{
+    config, one_pod_service_yaml, snapshot_from_yaml, web_port,
+};
 use gclb_translate::translate::ObjectKey;
 use google_cloud_compute_v1::model;
-use k8s_openapi::api::core::v1::ServicePort;
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -31,60 +31,23 @@ fn snapshot_yaml(gate: &str, ready: &str, slice_ready: bool, deleting: bool) -> 
     } else {
         ""
     };
-    format!(
-        r#"
-apiVersion: v1
-kind: Service
-metadata: {{name: web}}
-spec:
-  selector: {{app: web}}
-  ports: [{{name: http, port: 80, targetPort: 8080}}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: web-abcde
-  labels: {{kubernetes.io/service-name: web}}
-addressType: IPv4
-ports: [{{name: http, port: 8080}}]
-endpoints:
-- addresses: ["10.0.0.9"]
-  conditions: {{ready: {slice_ready}, terminating: {deleting}}}
-  nodeName: node-a
-  zone: us-central1-a
-  targetRef: {{kind: Pod, name: web-1}}
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: web-1
-  labels: {{app: web}}{deletion}
-spec:
-  readinessGates:
-  - conditionType: cloud.google.com/load-balancer-neg-ready
-  containers:
-  - {{name: web, image: web, ports: [{{containerPort: 8080}}]}}
-status:
-  podIP: 10.0.0.9
-  conditions:
-  - {{type: ContainersReady, status: "True"}}
-  - {{type: cloud.google.com/load-balancer-neg-ready, status: "{gate}"}}
-  - {{type: Ready, status: "{ready}"}}
-"#
+    one_pod_service_yaml(
+        &format!("{{ready: {slice_ready}, terminating: {deleting}}}"),
+        true,
+        deletion,
+        &[
+            ("ContainersReady", "True"),
+            ("cloud.google.com/load-balancer-neg-ready", gate),
+            ("Ready", ready),
+        ],
     )
 }
 
 /// The desired NEG in `us-central1-a` translated from `yaml`.
 fn desired_neg(yaml: &str) -> DesiredNeg {
     let snapshot = snapshot_from_yaml(yaml);
-    let port = ServicePort {
-        name: Some("http".into()),
-        port: 80,
-        target_port: Some(IntOrString::Int(8080)),
-        ..ServicePort::default()
-    };
     let service = ObjectKey::new("default", "web");
-    let eps = service_endpoints(&snapshot, &config(), &service, &port);
+    let eps = service_endpoints(&snapshot, &config(), &service, &web_port());
     DesiredNeg {
         zone: "us-central1-a".into(),
         neg: model::NetworkEndpointGroup::new().set_name("neg1"),
