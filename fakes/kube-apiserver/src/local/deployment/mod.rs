@@ -72,9 +72,36 @@ struct DeploymentSync<'a> {
     d: Deployment,
     key: String,
     rs_api: Api<ReplicaSet>,
+    /// The Deployments of its namespace (its own annotations and status are written here).
+    d_api: Api<Deployment>,
 }
 
 impl DeploymentSync<'_> {
+    /// Every write of this controller is made as [`CONTROLLER_NAME`].
+    fn params() -> PatchParams {
+        PatchParams {
+            field_manager: Some(CONTROLLER_NAME.into()),
+            ..PatchParams::default()
+        }
+    }
+
+    /// Merge-patches ReplicaSet `name` and expects the write (so the next reconcile waits for
+    /// the cache to see it); `action` names it in an error.
+    async fn patch_rs(
+        &self,
+        name: &str,
+        patch: serde_json::Value,
+        action: String,
+    ) -> Result<ReplicaSet, DeploymentError> {
+        let updated = self
+            .rs_api
+            .patch(name, &Self::params(), &Patch::Merge(patch))
+            .await
+            .map_err(self.error(action))?;
+        self.expect(&updated, false);
+        Ok(updated)
+    }
+
     fn error(&self, action: impl Into<String>) -> impl FnOnce(kube::Error) -> DeploymentError {
         let deployment = self.key.clone();
         let action = action.into();
@@ -128,18 +155,12 @@ impl DeploymentSync<'_> {
             "spec": {"replicas": size},
         });
         let updated = self
-            .rs_api
-            .patch(
+            .patch_rs(
                 &rs.name_any(),
-                &PatchParams {
-                    field_manager: Some(CONTROLLER_NAME.into()),
-                    ..PatchParams::default()
-                },
-                &Patch::Merge(patch),
+                patch,
+                format!("scaling ReplicaSet {}", rs.name_any()),
             )
-            .await
-            .map_err(self.error(format!("scaling ReplicaSet {}", rs.name_any())))?;
-        self.expect(&updated, false);
+            .await?;
         if old != size {
             let direction = if size > old { "up" } else { "down" };
             self.record(
@@ -272,6 +293,7 @@ async fn reconcile(d: Arc<Deployment>, ctx: Arc<Context>) -> Result<Action, Depl
         d: (*d).clone(),
         key,
         rs_api: Api::namespaced(ctx.client.clone(), &ns),
+        d_api: Api::namespaced(ctx.client.clone(), &ns),
     };
     let paused = d.spec.as_ref().and_then(|s| s.paused).unwrap_or(false);
     let requeue = if paused || rolling::is_scaling_event(&sync.d, &owned) {
@@ -368,18 +390,12 @@ async fn new_replica_set(
             let patch =
                 json!({"metadata": {"annotations": set}, "spec": {"minReadySeconds": min_ready}});
             rs = sync
-                .rs_api
-                .patch(
+                .patch_rs(
                     &rs.name_any(),
-                    &PatchParams {
-                        field_manager: Some(CONTROLLER_NAME.into()),
-                        ..PatchParams::default()
-                    },
-                    &Patch::Merge(patch),
+                    patch,
+                    "updating the new ReplicaSet's revision".into(),
                 )
-                .await
-                .map_err(sync.error("updating the new ReplicaSet's revision"))?;
-            sync.expect(&rs, false);
+                .await?;
         }
         let rs_revision = util::revision(rs.metadata.annotations.as_ref());
         set_deployment_revision(sync, rs_revision).await?;
@@ -435,21 +451,14 @@ async fn new_replica_set(
             // A ReplicaSet of that name with another template (a hash collision): count it,
             // so the next hash differs (`status.collisionCount`).
             let count = collision.unwrap_or(0) + 1;
-            let params = PatchParams {
-                field_manager: Some(CONTROLLER_NAME.into()),
-                ..PatchParams::default()
-            };
-            Api::<Deployment>::namespaced(
-                sync.ctx.client.clone(),
-                &d.namespace().unwrap_or_default(),
-            )
-            .patch_status(
-                &d.name_any(),
-                &params,
-                &Patch::Merge(json!({"status": {"collisionCount": count}})),
-            )
-            .await
-            .map_err(sync.error("counting a pod-template-hash collision"))?;
+            sync.d_api
+                .patch_status(
+                    &d.name_any(),
+                    &DeploymentSync::params(),
+                    &Patch::Merge(json!({"status": {"collisionCount": count}})),
+                )
+                .await
+                .map_err(sync.error("counting a pod-template-hash collision"))?;
             return Ok(None);
         }
         Err(e) => return Err(sync.error("creating the new ReplicaSet")(e)),
@@ -478,20 +487,14 @@ async fn set_deployment_revision(
         return Ok(());
     }
     let patch = json!({"metadata": {"annotations": {REVISION: revision.to_string()}}});
-    Api::<Deployment>::namespaced(
-        sync.ctx.client.clone(),
-        &sync.d.namespace().unwrap_or_default(),
-    )
-    .patch(
-        &sync.d.name_any(),
-        &PatchParams {
-            field_manager: Some(CONTROLLER_NAME.into()),
-            ..PatchParams::default()
-        },
-        &Patch::Merge(patch),
-    )
-    .await
-    .map_err(sync.error("writing the revision annotation"))?;
+    sync.d_api
+        .patch(
+            &sync.d.name_any(),
+            &DeploymentSync::params(),
+            &Patch::Merge(patch),
+        )
+        .await
+        .map_err(sync.error("writing the revision annotation"))?;
     Ok(())
 }
 

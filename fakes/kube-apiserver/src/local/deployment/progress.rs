@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Patch, PatchParams};
-use kube::{Api, ResourceExt};
+use kube::api::Patch;
+use kube::ResourceExt;
 use serde_json::json;
 
 use super::super::deployment_util::{self as util, NEW_RS_AVAILABLE, TIMED_OUT};
-use super::{DeploymentError, DeploymentSync, CONTROLLER_NAME};
+use super::{DeploymentError, DeploymentSync};
 
 /// `calculateStatus`: counts over every ReplicaSet and the Available condition.
 pub(super) fn calculate(
@@ -209,14 +209,10 @@ async fn write(
             value[field] = serde_json::Value::Null;
         }
     }
-    let params = PatchParams {
-        field_manager: Some(CONTROLLER_NAME.into()),
-        ..PatchParams::default()
-    };
-    Api::<Deployment>::namespaced(sync.ctx.client.clone(), &d.namespace().unwrap_or_default())
+    sync.d_api
         .patch_status(
             &d.name_any(),
-            &params,
+            &DeploymentSync::params(),
             &Patch::Merge(json!({"status": value})),
         )
         .await
