@@ -138,8 +138,11 @@ fn gke_named(all: &BTreeMap<String, Value>) -> BTreeMap<String, Value> {
         .collect()
 }
 
+/// The resourceVersion of the object `args` names, or of the first item when `args` list
+/// objects (a label selector).
 fn resource_version(sys: &System, args: &[&str]) -> Result<String> {
-    let object = sys.get_json(args)?;
+    let answer = sys.get_json(args)?;
+    let object = answer.get("items").map_or(&answer, |items| &items[0]);
     Ok(object["metadata"]["resourceVersion"]
         .as_str()
         .unwrap_or_default()
@@ -159,8 +162,12 @@ fn gke_objects(sys: &System) -> Result<BTreeMap<&'static str, String>> {
             &["service", "-n", "kube-system", "default-http-backend"][..],
         ),
         (
-            "pod kube-system/default-http-backend",
-            &["pod", "-n", "kube-system", "default-http-backend"][..],
+            "deployment kube-system/l7-default-backend",
+            &["deployment", "-n", "kube-system", "l7-default-backend"][..],
+        ),
+        (
+            "its Pod",
+            &["pod", "-n", "kube-system", "-l", "k8s-app=glbc"][..],
         ),
     ] {
         out.insert(key, resource_version(sys, args)?);

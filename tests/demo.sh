@@ -2,9 +2,11 @@
 # `make demo`: the whole system on one machine, no cloud account.
 #   1. starts the local Kubernetes API (fake-kube-apiserver) and the Compute emulator (gce-emulator),
 #   2. starts gclb-operator against both, as the ServiceAccount deploy/rbac.yaml grants,
-#   3. applies docs/examples/ (the my-ingress fanout of the GKE Ingress documentation, local Pods),
-#   4. waits for the Ingress IP, sends real HTTP requests through the emulated load balancer and
-#      prints which Pod answered each,
+#   3. applies docs/examples/ (the my-ingress fanout of the GKE Ingress documentation over two
+#      Deployments) and docs/examples/tutorial/ (GKE's Ingress tutorial as published: hello-app
+#      Deployments web and web2, fanout-ingress), and waits for `kubectl rollout status`,
+#   4. waits for the Ingress IPs, sends real HTTP requests through the emulated load balancers and
+#      prints which replica answered each,
 #   5. prints the load balancer that was built,
 # and stops everything it started on exit or Ctrl-C. Only loopback addresses are used.
 set -euo pipefail
@@ -18,8 +20,13 @@ start_system
 # docs/examples/ work unchanged.
 start_operator deploy/namespace.yaml deploy/rbac.yaml -- --takeover
 
-echo "== kubectl apply -f docs/examples/"
-kubectl apply -f docs/examples/ | sed 's/^/   /'
+echo "== kubectl apply -f docs/examples/ -f docs/examples/tutorial/"
+kubectl apply -f docs/examples/ -f docs/examples/tutorial/ | sed 's/^/   /'
+echo "== kubectl rollout status (the local Deployment controller and kubelet run every replica)"
+for d in deployment/products deployment/discounted-products deployment/web deployment/web2; do
+  kubectl rollout status "$d" --timeout="${DEADLINE}s" | sed 's/^/   /'
+done
+kubectl get deploy,rs,pods -o wide | sed 's/^/   /'
 
 echo -n "== waiting for the Ingress IP "
 IP=""
@@ -56,6 +63,32 @@ request /products
 request /discounted
 request /discounted
 request /no-such-page
+
+echo "== GKE's Ingress tutorial: fanout-ingress (/* to web, hello-app 1.0; /v2/* to web2, 2.0)"
+FANOUT_IP=""
+for _ in $(seq 1 "$DEADLINE"); do
+  FANOUT_IP=$(kubectl get ingress fanout-ingress -o jsonpath='{.status.loadBalancer.ingress[0].ip}' 2>/dev/null || true)
+  [[ -n $FANOUT_IP ]] && break
+  sleep 1
+done
+[[ -n $FANOUT_IP ]] || { echo "demo: fanout-ingress got no IP" >&2; kubectl describe ingress fanout-ingress >&2; exit 1; }
+FANOUT_SOCKET=$(listener_socket "$FANOUT_IP" 80)
+hello() { # path -> prints hello-app's Version and Hostname lines
+  local path=$1 out status body
+  for _ in $(seq 1 "$DEADLINE"); do
+    out=$(curl -s -m 5 -w '\n%{http_code}' "http://$FANOUT_SOCKET$path" || true)
+    status=${out##*$'\n'}; body=${out%$'\n'*}
+    [[ $status == 200 && $body == *Hostname:* ]] && break
+    sleep 1
+  done
+  printf '   GET http://%s%-10s -> %s  %s, answered by %s\n' "$FANOUT_IP" "$path" "$status" \
+    "$(grep -o 'Version: [0-9.]*' <<<"$body")" "$(sed -n 's/^Hostname: //p' <<<"$body")"
+  [[ $status == 200 ]]
+}
+hello /
+hello /
+hello /v2/
+hello /v2/
 
 echo "== the load balancer that was built"
 curl -sf "${COMPUTE_URL}_emulator/state" >"$WORK/state.json" || true

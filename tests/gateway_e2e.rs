@@ -101,7 +101,7 @@ fn gateway_and_http_route_serve_real_requests_and_report_status() -> Result<()> 
             .map(Some)
     })?;
     sys.apply_basics()?;
-    sys.apply_path(&root.join("docs/examples/20-services-and-pods.yaml"))?;
+    sys.apply_path(&root.join("docs/examples/20-services-and-deployments.yaml"))?;
     sys.apply_path(&root.join("deploy/gateway/gatewayclass.yaml"))?;
     sys.apply_path(&root.join("deploy/gateway/rbac.yaml"))?;
     sys.apply(GATEWAY)?;

@@ -329,7 +329,7 @@ fn the_operator_calls_only_methods_the_role_covers() -> Result<()> {
     let mut sys = System::start(&[])?;
     sys.apply_basics()?;
     let examples = repo_root().join("docs/examples");
-    sys.apply_path(&examples.join("20-services-and-pods.yaml"))?;
+    sys.apply_path(&examples.join("20-services-and-deployments.yaml"))?;
     // Only the operator's calls from here on (the local kubelet registered its Node's
     // instance through the Compute API at start-up).
     sys.compute_delete("_emulator/calls")?;

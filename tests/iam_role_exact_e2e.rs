@@ -96,7 +96,7 @@ fn stack() -> Result<System> {
     for f in [
         "00-ingressclass.yaml",
         "10-default-backend.yaml",
-        "20-services-and-pods.yaml",
+        "20-services-and-deployments.yaml",
     ] {
         sys.apply_path(&examples.join(f))?;
     }

@@ -76,7 +76,7 @@ fn use_regex_routes_on_the_internal_class_and_is_refused_on_the_classic_one() ->
             "ipCidrRange": "10.129.0.0/23", "purpose": "REGIONAL_MANAGED_PROXY", "role": "ACTIVE"}),
     )?;
     sys.apply_basics()?;
-    sys.apply_path(&repo_root().join("docs/examples/20-services-and-pods.yaml"))?;
+    sys.apply_path(&repo_root().join("docs/examples/20-services-and-deployments.yaml"))?;
     sys.apply(&(ingress("regex", "gce-internal") + &ingress("classic", "gce")))?;
     sys.start_operator(&[])?;
 

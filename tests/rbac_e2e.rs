@@ -342,7 +342,7 @@ fn deploy_rbac_is_exactly_what_the_operator_uses() -> Result<()> {
         &key,
     ])?;
     let examples = repo_root().join("docs/examples");
-    sys.apply_path(&examples.join("20-services-and-pods.yaml"))?;
+    sys.apply_path(&examples.join("20-services-and-deployments.yaml"))?;
     sys.apply(EXTRA)?;
     let secret = tls_secret(work.path())?;
     let mut args = vec!["create", "secret", "tls", "store-tls"];

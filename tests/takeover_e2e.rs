@@ -114,13 +114,29 @@ fn build_as_gke(sys: &System, v1: bool, kube_system_uid: &str) -> Result<String>
     let [url_map, proxy, rule, _] = frontend_names(v1, kube_system_uid);
     let zone = format!("zones/{ZONE}");
     for (ns, svc, port, name, path) in BACKENDS {
+        // The Services' Pods have a readiness probe (period 2 s, timeout 1 s) that glbc copies;
+        // GKE's default backend has none (only a liveness probe), so it gets glbc's NEG
+        // defaults (15 s, 15 s) on /healthz.
+        let (interval, timeout, description) = if svc == "default-http-backend" {
+            (
+                15,
+                15,
+                "Default kubernetes L7 Loadbalancing health check for NEG.",
+            )
+        } else {
+            (
+                2,
+                1,
+                "Kubernetes L7 health check generated with readiness probe settings.",
+            )
+        };
         insert(
             sys,
             "global/healthChecks",
             json!({
-                "name": name, "type": "HTTP", "checkIntervalSec": 2, "timeoutSec": 1,
+                "name": name, "type": "HTTP", "checkIntervalSec": interval, "timeoutSec": timeout,
                 "healthyThreshold": 1, "unhealthyThreshold": 2,
-                "description": "Kubernetes L7 health check generated with readiness probe settings.",
+                "description": description,
                 "httpHealthCheck": {"portSpecification": "USE_SERVING_PORT", "requestPath": path},
             }),
         )?;
@@ -269,7 +285,7 @@ fn gc_runs(proc: &Proc) -> Result<usize> {
 fn adopts(v1: bool) -> Result<()> {
     let mut sys = System::start(&["--port-map", "80=0"])?;
     sys.apply_basics()?;
-    sys.apply_path(&repo_root().join("docs/examples/20-services-and-pods.yaml"))?;
+    sys.apply_path(&repo_root().join("docs/examples/20-services-and-deployments.yaml"))?;
     let kube_system_uid = sys.get_json(&["namespace", "kube-system"])?["metadata"]["uid"]
         .as_str()
         .context("kube-system has a UID")?
@@ -318,8 +334,8 @@ fn adopts(v1: bool) -> Result<()> {
     assert_eq!(code, 200, "{body}");
     let (code, _) = sys.http_get(&socket, HOST, "/discounted")?;
     assert_eq!(code, 200);
-    let (code, _) = sys.http_get(&socket, "other.example", "/")?;
-    assert_eq!(code, 404, "the default backend answers other hosts");
+    // The default backend answers other hosts (once its 15 s health check has probed it).
+    sys.wait_for_response(&socket, "other.example", "/", 404, "default backend")?;
     assert_eq!(sys.wait_for_ingress_ip("default", "my-ingress")?, ip);
 
     let after = calls(&sys)?;

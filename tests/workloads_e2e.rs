@@ -162,13 +162,38 @@ const HC_INTERVAL_SEC: u64 = 6;
 const CONNECTIONS: usize = 4;
 const MIN_REQUESTS: u64 = 2_000;
 const REPLICAS: usize = 2;
+const THREE_ZONES: [&str; 3] = ["us-central1-a", "us-central1-b", "us-central1-c"];
+
+/// One rollout variant: replicas, the RollingUpdate strategy's `maxSurge` and `maxUnavailable`
+/// (as written in the Deployment: a number or a percentage), and the zones of the local Nodes
+/// (one Node per zone; empty: the default single Node).
+struct Rollout {
+    replicas: usize,
+    max_surge: &'static str,
+    max_unavailable: &'static str,
+    zones: &'static [&'static str],
+}
+
+/// The variant most tests use: [`REPLICAS`], `maxSurge: 1`, `maxUnavailable: 0`, one zone.
+const SURGE_ONE: Rollout = Rollout {
+    replicas: REPLICAS,
+    max_surge: "1",
+    max_unavailable: "0",
+    zones: &[],
+};
 
 /// BackendConfig, Service and Ingress of the rollout tests (as tests/rollout_e2e.rs), and the
 /// Deployment: the readiness gate in the template (as GKE's NEG controller injects it), a
-/// readiness probe, a preStop sleep longer than the endpoint detach plus draining, `maxSurge: 1,
-/// maxUnavailable: 0`. The kubelet control `on-sigterm: exit` stops each server right after its
+/// readiness probe, a preStop sleep longer than the endpoint detach plus draining, and the
+/// variant's replicas and strategy. The kubelet control `on-sigterm: exit` stops each server right after its
 /// preStop sleep, so only that sleep keeps an old Pod serving while the load balancer drains it.
-fn rollout_manifests() -> String {
+fn rollout_manifests(r: &Rollout) -> String {
+    let Rollout {
+        replicas,
+        max_surge,
+        max_unavailable,
+        ..
+    } = r;
     format!(
         r#"
 apiVersion: networking.k8s.io/v1
@@ -224,11 +249,11 @@ kind: Deployment
 metadata:
   name: web
 spec:
-  replicas: {REPLICAS}
+  replicas: {replicas}
   strategy:
     rollingUpdate:
-      maxSurge: 1
-      maxUnavailable: 0
+      maxSurge: {max_surge}
+      maxUnavailable: {max_unavailable}
   selector:
     matchLabels:
       app: web
@@ -261,25 +286,36 @@ spec:
     )
 }
 
-fn neg_health(sys: &System, neg: &str) -> Result<BTreeMap<String, String>> {
-    let list = sys.compute_post(
-        &format!(
-            "compute/v1/projects/{PROJECT}/zones/{ZONE}/networkEndpointGroups/{neg}/listNetworkEndpoints"
-        ),
-        &serde_json::json!({"healthStatus": "SHOW"}),
-    )?;
-    Ok(list["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|item| {
-            let ip = item["networkEndpoint"]["ipAddress"].as_str()?.to_string();
-            let health = item["healths"][0]["healthState"]
-                .as_str()
-                .unwrap_or_default();
-            Some((ip, health.to_string()))
-        })
-        .collect())
+/// Endpoint IP -> health state of NEG `neg` in each of `zones` (empty: the default [`ZONE`]).
+fn neg_health(sys: &System, zones: &[&str], neg: &str) -> Result<BTreeMap<String, String>> {
+    let default = [ZONE];
+    let mut out = BTreeMap::new();
+    for zone in if zones.is_empty() {
+        &default[..]
+    } else {
+        zones
+    } {
+        let list = sys.compute_post(
+            &format!(
+                "compute/v1/projects/{PROJECT}/zones/{zone}/networkEndpointGroups/{neg}/listNetworkEndpoints"
+            ),
+            &serde_json::json!({"healthStatus": "SHOW"}),
+        )?;
+        out.extend(
+            list["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|item| {
+                    let ip = item["networkEndpoint"]["ipAddress"].as_str()?.to_string();
+                    let health = item["healths"][0]["healthState"]
+                        .as_str()
+                        .unwrap_or_default();
+                    Some((ip, health.to_string()))
+                }),
+        );
+    }
+    Ok(out)
 }
 
 /// The IPs of the live Pods with `label`, by Pod name.
@@ -326,13 +362,19 @@ struct SetImage {
     news: Vec<String>,
     /// `detachNetworkEndpoints` calls per Pod, old and new ([`detach_calls`]).
     detach_calls: Vec<(String, u64)>,
+    /// The Node of each new Pod (`spec.nodeName`).
+    new_nodes: BTreeMap<String, String>,
 }
 
 /// Runs `kubectl set image` on Deployment `web` (hello-app 1.0 -> 2.0) while the load
 /// generator sends requests through the load balancer; keeps the load on until the rollout is
 /// done, every new Pod has answered and at least [`MIN_REQUESTS`] were answered.
-fn set_image_under_load(label: &str, operator_flags: &[&str]) -> Result<SetImage> {
-    let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
+fn set_image_under_load(label: &str, operator_flags: &[&str], r: &Rollout) -> Result<SetImage> {
+    let mut sys = System::start_with(Options {
+        emulator_args: &["--port-map", "80=0,443=0"],
+        nodes: r.zones,
+        ..Options::default()
+    })?;
     sys.apply_path(&repo_root().join("crds/backendconfigs.cloud.google.com.yaml"))?;
     sys.kubectl_ok(&[
         "wait",
@@ -340,7 +382,7 @@ fn set_image_under_load(label: &str, operator_flags: &[&str]) -> Result<SetImage
         "crd/backendconfigs.cloud.google.com",
         "--timeout=60s",
     ])?;
-    sys.apply(&rollout_manifests())?;
+    sys.apply(&rollout_manifests(r))?;
     sys.start_operator(operator_flags)?;
     let socket = sys.wait_for_ingress_socket(NS, "web")?;
     sys.kubectl_ok(&["rollout", "status", "deployment/web", "--timeout=120s"])
@@ -353,8 +395,8 @@ fn set_image_under_load(label: &str, operator_flags: &[&str]) -> Result<SetImage
     })?;
     let olds = live_pods(&sys, "app=web")?;
     wait_for("every replica HEALTHY in the NEG", DEADLINE, || {
-        let health = neg_health(&sys, &neg)?;
-        Ok((health.len() == REPLICAS && health.values().all(|h| h == "HEALTHY")).then_some(()))
+        let health = neg_health(&sys, r.zones, &neg)?;
+        Ok((health.len() == r.replicas && health.values().all(|h| h == "HEALTHY")).then_some(()))
     })
     .with_context(|| sys.logs())?;
     sys.wait_for_response(&socket, HOST, "/", 200, "Version: 1.0.0")?;
@@ -387,6 +429,16 @@ fn set_image_under_load(label: &str, operator_flags: &[&str]) -> Result<SetImage
         .filter(|p| !olds.contains(p))
         .collect();
     let wanted: BTreeSet<String> = news.iter().cloned().collect();
+    let new_nodes: BTreeMap<String, String> = sys.get_json(&["pods", "-l", "app=web"])?["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            let name = p["metadata"]["name"].as_str()?.to_string();
+            let node = p["spec"]["nodeName"].as_str()?.to_string();
+            wanted.contains(&name).then_some((name, node))
+        })
+        .collect();
     let settled = wait_for(
         "old Pods gone, new Pods answering, enough requests",
         Duration::from_secs(90),
@@ -424,6 +476,7 @@ fn set_image_under_load(label: &str, operator_flags: &[&str]) -> Result<SetImage
         tally,
         news,
         detach_calls,
+        new_nodes,
     })
 }
 
@@ -437,22 +490,9 @@ fn set_image_with_the_readiness_gate_loses_no_request() -> Result<()> {
         tally,
         news,
         detach_calls,
-    } = set_image_under_load("gate enforced", &[])?;
-    let total = tally.ok + tally.failed;
-    assert_eq!(
-        tally.failed, 0,
-        "failed requests during the rollout: {:?}, e.g. {:#?}",
-        tally.failures, tally.samples
-    );
-    assert!(total >= MIN_REQUESTS, "only {total} requests were answered");
-    assert_eq!(news.len(), REPLICAS, "{news:?}");
-    for p in &news {
-        assert!(
-            tally.by_pod.get(p).is_some_and(|n| *n > 0),
-            "new Pod {p} served no traffic: {:?}",
-            tally.by_pod
-        );
-    }
+        ..
+    } = set_image_under_load("gate enforced", &[], &SURGE_ONE)?;
+    assert_lossless(&tally, &news, REPLICAS);
     // Issue 40: the Deployment's first Pods, and the new ones, were never detached when their
     // gate opened: each first Pod's endpoint was detached once (its deletion), no new Pod's.
     assert_eq!(detach_calls.len(), 2 * REPLICAS, "{detach_calls:?}");
@@ -466,6 +506,69 @@ fn set_image_with_the_readiness_gate_loses_no_request() -> Result<()> {
     Ok(())
 }
 
+/// The rollout lost no request, took at least [`MIN_REQUESTS`], replaced all `replicas`, and
+/// every new Pod served traffic.
+fn assert_lossless(tally: &Tally, news: &[String], replicas: usize) {
+    let total = tally.ok + tally.failed;
+    assert_eq!(
+        tally.failed, 0,
+        "failed requests during the rollout: {:?}, e.g. {:#?}",
+        tally.failures, tally.samples
+    );
+    assert!(total >= MIN_REQUESTS, "only {total} requests were answered");
+    assert_eq!(news.len(), replicas, "{news:?}");
+    for p in news {
+        assert!(
+            tally.by_pod.get(p).is_some_and(|n| *n > 0),
+            "new Pod {p} served no traffic: {:?}",
+            tally.by_pod
+        );
+    }
+}
+
+/// `maxSurge: 0, maxUnavailable: 1` over three zones (one Node each, three replicas): the
+/// controller takes an old Pod down before its replacement exists, the two others carry the
+/// traffic, and the old Pod drains behind its preStop sleep. No request is lost, and the new
+/// Pods are spread one per zone, as the default topology spread places a Deployment's replicas.
+#[test]
+fn unavailable_first_across_three_zones_loses_no_request() -> Result<()> {
+    let rollout = Rollout {
+        replicas: 3,
+        max_surge: "0",
+        max_unavailable: "1",
+        zones: &THREE_ZONES,
+    };
+    let SetImage {
+        tally,
+        news,
+        new_nodes,
+        ..
+    } = set_image_under_load("surge 0, 3 zones", &[], &rollout)?;
+    assert_lossless(&tally, &news, 3);
+    let nodes: BTreeSet<&String> = new_nodes.values().collect();
+    assert_eq!(
+        nodes.len(),
+        3,
+        "new Pods not one per Node (zone): {new_nodes:?}"
+    );
+    Ok(())
+}
+
+/// Percentages, rounded as upstream rounds them (maxSurge up, maxUnavailable down): with four
+/// replicas `25%` and `25%` allow one extra Pod and one unavailable Pod at a time.
+#[test]
+fn percentage_surge_and_unavailable_lose_no_request() -> Result<()> {
+    let rollout = Rollout {
+        replicas: 4,
+        max_surge: "25%",
+        max_unavailable: "25%",
+        zones: &[],
+    };
+    let SetImage { tally, news, .. } = set_image_under_load("25% / 25%", &[], &rollout)?;
+    assert_lossless(&tally, &news, 4);
+    Ok(())
+}
+
 /// The negative control: the same rollout with the gate bypassed (`--readiness-gates=false`:
 /// the condition is True at once, so Ready follows the readiness probe alone). The Deployment
 /// then replaces the old Pods faster than the load balancer sees the new ones HEALTHY, and
@@ -473,7 +576,7 @@ fn set_image_with_the_readiness_gate_loses_no_request() -> Result<()> {
 #[test]
 fn set_image_without_the_readiness_gate_loses_requests() -> Result<()> {
     let SetImage { tally, .. } =
-        set_image_under_load("gate bypassed", &["--readiness-gates=false"])?;
+        set_image_under_load("gate bypassed", &["--readiness-gates=false"], &SURGE_ONE)?;
     assert!(
         tally.failed > 0,
         "expected failed requests when the gate does not wait for load balancer health: {tally:?}"
@@ -487,16 +590,9 @@ fn set_image_without_the_readiness_gate_loses_requests() -> Result<()> {
     Ok(())
 }
 
-/// A user's own program answers behind the load balancer: the image of the Deployment is
-/// mapped to a local command (`--image-command`), which gets `PORT`, `HOSTNAME` and the
-/// container's `env`.
-#[test]
-fn a_users_own_program_mapped_to_an_image_answers_behind_the_load_balancer() -> Result<()> {
-    let dir = tempfile::tempdir()?;
-    let program = dir.path().join("shop.py");
-    std::fs::write(
-        &program,
-        r#"import http.server, os
+/// The user's program of [`users_program_answers`]: a Python HTTP server that answers
+/// `GREETING from HOSTNAME at PATH` on `127.0.0.1:$PORT`.
+const SHOP_PY: &str = r#"import http.server, os
 class Shop(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         body = ("%s from %s at %s\n" % (os.environ["GREETING"], os.environ["HOSTNAME"], self.path)).encode()
@@ -508,14 +604,59 @@ class Shop(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 http.server.ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), Shop).serve_forever()
-"#,
-    )?;
-    let mapping = format!("registry.example/team/shop=python3 {}", program.display());
+"#;
+
+/// How the test maps the shop's image to the program.
+enum Mapping {
+    /// `fake-kube-apiserver --image-command IMAGE=COMMAND`.
+    Flag,
+    /// The ConfigMap `kube-system/local-image-commands`, applied with kubectl.
+    ConfigMap,
+}
+
+/// Deploys `registry.example/team/shop:1.4` (two replicas, Service, Ingress) with the image
+/// mapped to [`SHOP_PY`] as `mapping` says, and asserts every replica answers through the load
+/// balancer with the program's own answer.
+fn users_program_answers(mapping: Mapping) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let program = dir.path().join("shop.py");
+    std::fs::write(&program, SHOP_PY)?;
+    let entry = format!("registry.example/team/shop=python3 {}", program.display());
+    let flag_args = ["--image-command", entry.as_str()];
     let mut sys = System::start_with(Options {
         emulator_args: &["--port-map", "80=0,443=0"],
-        apiserver_args: &["--image-command", &mapping],
+        apiserver_args: match mapping {
+            Mapping::Flag => &flag_args,
+            Mapping::ConfigMap => &[],
+        },
         ..Options::default()
     })?;
+    if let Mapping::ConfigMap = mapping {
+        // One good entry and one that is not IMAGE=COMMAND: the latter is named in a Warning
+        // Event on the ConfigMap, published once the ConfigMap has been read.
+        sys.apply(&format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: local-image-commands, namespace: kube-system}}\n\
+             data:\n  shop: {entry:?}\n  typo: \"registry.example/team/cart\"\n"
+        ))?;
+        let note = wait_for("the MalformedImageCommand Event", DEADLINE, || {
+            let events = sys.kubectl_ok(&[
+                "get",
+                "events",
+                "-n",
+                "kube-system",
+                "--field-selector",
+                "reason=MalformedImageCommand",
+                "-o",
+                "jsonpath={.items[*].message}",
+            ])?;
+            Ok((!events.is_empty()).then_some(events))
+        })
+        .with_context(|| sys.logs())?;
+        assert!(
+            note.contains("typo") && note.contains("IMAGE=COMMAND"),
+            "{note}"
+        );
+    }
     sys.apply(
         r#"
 apiVersion: apps/v1
@@ -574,4 +715,19 @@ spec:
     let (_, deep) = sys.http_get(&socket, "shop.example", "/cart?items=2")?;
     assert!(deep.ends_with(" at /cart?items=2\n"), "{deep}");
     Ok(())
+}
+
+/// A user's own program answers behind the load balancer: the image of the Deployment is
+/// mapped to a local command (`--image-command`), which gets `PORT`, `HOSTNAME` and the
+/// container's `env`.
+#[test]
+fn a_users_own_program_mapped_to_an_image_answers_behind_the_load_balancer() -> Result<()> {
+    users_program_answers(Mapping::Flag)
+}
+
+/// The same through the ConfigMap `kube-system/local-image-commands`, and a malformed entry is
+/// named in a Warning Event on it.
+#[test]
+fn the_image_commands_configmap_maps_an_image_to_the_users_program() -> Result<()> {
+    users_program_answers(Mapping::ConfigMap)
 }

@@ -702,11 +702,21 @@ impl System {
         Ok(())
     }
 
-    /// Applies the gce IngressClass and GKE's default backend from docs/examples.
+    /// Applies the gce IngressClass and GKE's default backend from docs/examples, and waits until
+    /// its Deployment is Available.
     pub fn apply_basics(&self) -> Result<()> {
         let examples = repo_root().join("docs/examples");
         self.apply_path(&examples.join("00-ingressclass.yaml"))?;
         self.apply_path(&examples.join("10-default-backend.yaml"))?;
+        // Settled before a test snapshots objects: the Deployment's status stops changing.
+        self.kubectl_ok(&[
+            "rollout",
+            "status",
+            "-n",
+            "kube-system",
+            "deployment/l7-default-backend",
+            &format!("--timeout={}s", DEADLINE.as_secs()),
+        ])?;
         Ok(())
     }
 

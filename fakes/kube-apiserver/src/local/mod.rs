@@ -21,6 +21,7 @@ pub mod endpoint_slice;
 pub mod endpoint_slice_controller;
 pub mod expectations;
 pub mod hello_app;
+pub mod image_commands_config;
 pub mod images;
 pub mod instances;
 pub mod kubelet;
@@ -102,16 +103,13 @@ pub async fn run(client: kube::Client, options: LocalOptions) -> anyhow::Result<
         nodes.clone(),
     )
     .await?;
+    let image_commands = Arc::new(options.image_commands);
     tokio::join!(
         endpoint_slice_controller::run(client.clone(), options.endpoint_slice_delay),
         replica_set::run(client.clone()),
         deployment::run(client.clone()),
-        kubelet::run(
-            client,
-            nodes,
-            options.kubelet_status_delay,
-            Arc::new(options.image_commands)
-        )
+        image_commands_config::run(client.clone(), image_commands.clone()),
+        kubelet::run(client, nodes, options.kubelet_status_delay, image_commands)
     );
     Ok(())
 }

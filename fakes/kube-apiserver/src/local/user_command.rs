@@ -8,9 +8,15 @@
 //!
 //! `IMAGE` matches the container's image exactly, or its repository whatever the tag
 //! (`registry.example/shop/web` matches `registry.example/shop/web:1.4`).
+//!
+//! The same mapping may live in the cluster instead of on the command line: each value of the
+//! ConfigMap `kube-system/local-image-commands` is one `IMAGE=COMMAND` (the keys are free
+//! names), read live by [`super::image_commands_config`]; its entries win over the flag's for
+//! the same image, and apply to containers started after the change.
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
+use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
 use http::{header, Request, Response, StatusCode};
@@ -45,35 +51,74 @@ pub enum UserCommandError {
     },
 }
 
-/// The mapping from images to commands.
+/// The mapping from images to commands: the `--image-command` flags, overlaid by the live
+/// entries of the ConfigMap `kube-system/local-image-commands`.
 #[derive(Clone, Debug, Default)]
-pub struct ImageCommands(BTreeMap<String, String>);
+pub struct ImageCommands {
+    flags: BTreeMap<String, String>,
+    config_map: Arc<RwLock<BTreeMap<String, String>>>,
+}
+
+/// One `IMAGE=COMMAND` value as (image, command), both trimmed and non-empty.
+fn parse_one(value: &str) -> Option<(String, String)> {
+    value
+        .split_once('=')
+        .filter(|(i, c)| !i.trim().is_empty() && !c.trim().is_empty())
+        .map(|(i, c)| (i.trim().to_string(), c.trim().to_string()))
+}
+
+/// The entry of `map` for `image`: by exact image, else by repository (tag and digest dropped).
+fn lookup<'a>(map: &'a BTreeMap<String, String>, image: &str) -> Option<&'a str> {
+    if let Some(c) = map.get(image) {
+        return Some(c);
+    }
+    let without_digest = image.split('@').next().unwrap_or(image);
+    let repository = match without_digest.rsplit_once(':') {
+        Some((repo, tag)) if !tag.contains('/') => repo,
+        _ => without_digest,
+    };
+    map.get(repository).map(String::as_str)
+}
 
 impl ImageCommands {
     /// Parses `IMAGE=COMMAND` values. Errors: [`UserCommandError::Malformed`].
     pub fn parse(values: &[String]) -> Result<ImageCommands, UserCommandError> {
-        let mut map = BTreeMap::new();
+        let mut flags = BTreeMap::new();
         for v in values {
-            let (image, command) = v
-                .split_once('=')
-                .filter(|(i, c)| !i.trim().is_empty() && !c.trim().is_empty())
-                .ok_or_else(|| UserCommandError::Malformed(v.clone()))?;
-            map.insert(image.trim().to_string(), command.trim().to_string());
+            let (image, command) =
+                parse_one(v).ok_or_else(|| UserCommandError::Malformed(v.clone()))?;
+            flags.insert(image, command);
         }
-        Ok(ImageCommands(map))
+        Ok(ImageCommands {
+            flags,
+            config_map: Arc::default(),
+        })
     }
 
-    /// The command for `image`: by exact image, else by repository (tag and digest dropped).
-    pub fn command_for(&self, image: &str) -> Option<&str> {
-        if let Some(c) = self.0.get(image) {
-            return Some(c);
+    /// The command for `image`: the ConfigMap's entry, else the flag's; each by exact image,
+    /// else by repository (tag and digest dropped).
+    pub fn command_for(&self, image: &str) -> Option<String> {
+        let live = self.config_map.read().unwrap_or_else(|e| e.into_inner());
+        lookup(&live, image)
+            .or_else(|| lookup(&self.flags, image))
+            .map(str::to_string)
+    }
+
+    /// Replaces the ConfigMap's entries with `data`'s values (`None`: the ConfigMap is gone).
+    /// Returns the keys whose value is not `IMAGE=COMMAND`, which are left out.
+    pub fn set_config_map(&self, data: Option<&BTreeMap<String, String>>) -> Vec<String> {
+        let mut entries = BTreeMap::new();
+        let mut malformed = Vec::new();
+        for (key, value) in data.into_iter().flatten() {
+            match parse_one(value) {
+                Some((image, command)) => {
+                    entries.insert(image, command);
+                }
+                None => malformed.push(key.clone()),
+            }
         }
-        let without_digest = image.split('@').next().unwrap_or(image);
-        let repository = match without_digest.rsplit_once(':') {
-            Some((repo, tag)) if !tag.contains('/') => repo,
-            _ => without_digest,
-        };
-        self.0.get(repository).map(String::as_str)
+        *self.config_map.write().unwrap_or_else(|e| e.into_inner()) = entries;
+        malformed
     }
 }
 
@@ -215,20 +260,47 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            map.command_for("registry.example/shop/web:1.4"),
+            map.command_for("registry.example/shop/web:1.4").as_deref(),
             Some("./web --serve")
         );
         assert_eq!(
-            map.command_for("registry.example/shop/web"),
+            map.command_for("registry.example/shop/web").as_deref(),
             Some("./web --serve")
         );
         assert_eq!(
-            map.command_for("nginx:1.27"),
+            map.command_for("nginx:1.27").as_deref(),
             Some("python3 -m http.server $PORT")
         );
         assert_eq!(map.command_for("nginx:1.28"), None);
         let error = ImageCommands::parse(&["just-an-image".to_string()]).unwrap_err();
         assert!(error.to_string().contains("IMAGE=COMMAND"), "{error}");
+    }
+
+    #[test]
+    fn the_config_maps_entries_win_over_the_flags_and_go_with_it() {
+        let map = ImageCommands::parse(&["shop=./flag".to_string()]).unwrap();
+        let data = BTreeMap::from([
+            ("shop".to_string(), "shop=./from-config-map".to_string()),
+            (
+                "cart".to_string(),
+                "registry.example/cart=./cart".to_string(),
+            ),
+            ("broken".to_string(), "no equals sign".to_string()),
+        ]);
+        assert_eq!(map.set_config_map(Some(&data)), vec!["broken".to_string()]);
+        assert_eq!(
+            map.command_for("shop:2").as_deref(),
+            Some("./from-config-map")
+        );
+        assert_eq!(
+            map.command_for("registry.example/cart:1").as_deref(),
+            Some("./cart")
+        );
+        // A clone (the kubelet's) sees later changes: the entries are shared.
+        let kubelets = map.clone();
+        assert!(map.set_config_map(None).is_empty());
+        assert_eq!(kubelets.command_for("shop:2").as_deref(), Some("./flag"));
+        assert_eq!(kubelets.command_for("registry.example/cart:1"), None);
     }
 
     #[tokio::test]

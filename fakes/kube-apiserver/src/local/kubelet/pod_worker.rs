@@ -255,7 +255,7 @@ fn start(
             let image = container.image.as_deref().unwrap_or_default();
             let app = match commands.command_for(image) {
                 Some(command) if mode == RunMode::Image => {
-                    let program = user_command::spawn(command, container, &key, &pod.name_any())?;
+                    let program = user_command::spawn(&command, container, &key, &pod.name_any())?;
                     let port = program.port;
                     programs.push(program);
                     App::Command { port }
