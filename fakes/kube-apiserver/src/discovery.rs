@@ -106,11 +106,32 @@ pub fn api_group(registry: &Registry, group: &str) -> Option<Value> {
     )
 }
 
+/// kube-apiserver's `storageVersionHash` (apiserver `discovery.StorageVersionHash`): the
+/// base64 of the first 8 bytes of SHA-256 of `group/version/kind` of the storage version.
+/// Resources that are not stored (reviews, bindings, component statuses) have none; nor do
+/// custom resources here (a simplification: a real server hashes their storage version).
+fn storage_version_hash(r: &ResourceInfo) -> Option<String> {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    if r.crd_version.is_some()
+        || !r.verbs.iter().any(|v| v == "list")
+        || r.plural == "componentstatuses"
+    {
+        return None;
+    }
+    let storage_group = r.storage.split_once('/').map_or("", |(g, _)| g);
+    let digest = sha2::Sha256::digest(format!("{storage_group}/{}/{}", r.version, r.kind));
+    Some(base64::engine::general_purpose::STANDARD.encode(&digest[..8]))
+}
+
 fn legacy_entry(r: &ResourceInfo) -> Value {
     let mut e = json!({
         "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
         "kind": r.kind, "verbs": r.verbs,
     });
+    if let Some(hash) = storage_version_hash(r) {
+        e["storageVersionHash"] = json!(hash);
+    }
     if !r.short_names.is_empty() {
         e["shortNames"] = json!(r.short_names);
     }
@@ -129,13 +150,17 @@ pub fn api_resource_list(registry: &Registry, group: &str, version: &str) -> Opt
         .filter(|r| r.group == group && r.version == version)
     {
         resources.push(legacy_entry(r));
+        // A resource's subresources follow it in name order, as kube-apiserver lists them
+        // (`deployments/scale` before `deployments/status`).
+        let mut subresources = r.subresources.clone();
         if r.status_subresource {
-            resources.push(json!({
+            subresources.push(json!({
                 "name": format!("{}/status", r.plural), "singularName": "", "namespaced": r.namespaced,
                 "kind": r.kind, "verbs": ["get", "patch", "update"],
             }));
         }
-        resources.extend(r.subresources.iter().cloned());
+        subresources.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+        resources.extend(subresources);
     }
     if resources.is_empty() {
         return None;

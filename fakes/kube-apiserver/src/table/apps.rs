@@ -14,45 +14,83 @@ use serde_json::{json, Value};
 use super::{age_col, col};
 use crate::meta::age;
 
-/// Columns after Name for the apps/v1 storage key `storage`; `None` for other kinds.
+/// Swagger descriptions kube-apiserver gives the apps/v1 columns (the printers' `Description`:
+/// the API fields' documentation).
+mod doc {
+    pub const READY: &str = "Number of the pod with ready state";
+    pub const CONTAINERS: &str = "Names of each container in the template.";
+    pub const IMAGES: &str = "Images referenced by each container in the template.";
+    pub const DEPLOY_UPDATED: &str = "Total number of non-terminated pods targeted by this deployment that have the desired template spec.";
+    pub const DEPLOY_AVAILABLE: &str = "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.";
+    pub const DEPLOY_SELECTOR: &str = "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.";
+    pub const RS_DESIRED: &str = "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller";
+    pub const RS_CURRENT: &str = "Replicas is the most recently oberved number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller";
+    pub const RS_READY: &str = "The number of ready replicas for this replica set.";
+    pub const RS_SELECTOR: &str = "Selector is a label query over pods that should match the replica count. If the selector is empty, it is defaulted to the labels present on the pod template. Label keys and values that must match in order to be controlled by this replica set. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
+    pub const DS_DESIRED: &str = "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/";
+    pub const DS_CURRENT: &str = "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/";
+    pub const DS_READY: &str = "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.";
+    pub const DS_UPDATED: &str = "The total number of nodes that are running updated daemon pod";
+    pub const DS_AVAILABLE: &str = "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)";
+    pub const DS_NODE_SELECTOR: &str = "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node. More info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/";
+    pub const DS_SELECTOR: &str = "A label query over pods that are managed by the daemon set. Must match in order to be controlled. If empty, defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
+}
+
+/// Columns after Name for the apps/v1 storage key `storage`; `None` for other kinds. Types as
+/// kube-apiserver declares them (a Deployment's UP-TO-DATE and AVAILABLE are `string`).
 pub fn columns(storage: &str) -> Option<Vec<Value>> {
-    let s = |n: &str| col(n, "string", "", 0, "");
-    let int = |n: &str| col(n, "integer", "", 0, "");
-    let wide = |n: &str| col(n, "string", "", 1, "");
-    let pod_template = || [wide("Containers"), wide("Images")];
+    let s = |n: &str, d: &str| col(n, "string", "", 0, d);
+    let int = |n: &str, d: &str| col(n, "integer", "", 0, d);
+    let wide = |n: &str, d: &str| col(n, "string", "", 1, d);
+    let pod_template = || {
+        [
+            wide("Containers", doc::CONTAINERS),
+            wide("Images", doc::IMAGES),
+        ]
+    };
     Some(match storage {
         "apps/deployments" => {
-            let mut c = vec![s("Ready"), int("Up-to-date"), int("Available"), age_col()];
+            let mut c = vec![
+                s("Ready", doc::READY),
+                s("Up-to-date", doc::DEPLOY_UPDATED),
+                s("Available", doc::DEPLOY_AVAILABLE),
+                age_col(),
+            ];
             c.extend(pod_template());
-            c.push(wide("Selector"));
+            c.push(wide("Selector", doc::DEPLOY_SELECTOR));
             c
         }
         "apps/replicasets" => {
-            let mut c = vec![int("Desired"), int("Current"), int("Ready"), age_col()];
+            let mut c = vec![
+                int("Desired", doc::RS_DESIRED),
+                int("Current", doc::RS_CURRENT),
+                int("Ready", doc::RS_READY),
+                age_col(),
+            ];
             c.extend(pod_template());
-            c.push(wide("Selector"));
+            c.push(wide("Selector", doc::RS_SELECTOR));
             c
         }
         "apps/statefulsets" => {
-            let mut c = vec![s("Ready"), age_col()];
+            let mut c = vec![s("Ready", doc::READY), age_col()];
             c.extend(pod_template());
             c
         }
         "apps/daemonsets" => {
             let mut c = vec![
-                int("Desired"),
-                int("Current"),
-                int("Ready"),
-                int("Up-to-date"),
-                int("Available"),
-                s("Node Selector"),
+                int("Desired", doc::DS_DESIRED),
+                int("Current", doc::DS_CURRENT),
+                int("Ready", doc::DS_READY),
+                int("Up-to-date", doc::DS_UPDATED),
+                int("Available", doc::DS_AVAILABLE),
+                s("Node Selector", doc::DS_NODE_SELECTOR),
                 age_col(),
             ];
             c.extend(pod_template());
-            c.push(wide("Selector"));
+            c.push(wide("Selector", doc::DS_SELECTOR));
             c
         }
-        "apps/controllerrevisions" => vec![s("Controller"), int("Revision"), age_col()],
+        "apps/controllerrevisions" => vec![s("Controller", ""), int("Revision", ""), age_col()],
         _ => return None,
     })
 }

@@ -345,11 +345,21 @@ pub fn daemon_set(obj: &Value) -> Vec<FieldError> {
             let r = &strategy["rollingUpdate"];
             let path = "spec.updateStrategy.rollingUpdate.maxUnavailable";
             positive_int_or_percent(&r["maxUnavailable"], path, &mut errs);
-            positive_int_or_percent(
-                &r["maxSurge"],
-                "spec.updateStrategy.rollingUpdate.maxSurge",
-                &mut errs,
-            );
+            let surge_path = "spec.updateStrategy.rollingUpdate.maxSurge";
+            positive_int_or_percent(&r["maxSurge"], surge_path, &mut errs);
+            // `ValidateRollingUpdateDaemonSet`: exactly one of the two is non-zero.
+            match (
+                int_or_percent_value(&r["maxUnavailable"]) != 0,
+                int_or_percent_value(&r["maxSurge"]) != 0,
+            ) {
+                (true, true) => errs.push(invalid_raw(
+                    surge_path,
+                    &go_format::int_or_string(&r["maxSurge"]),
+                    "may not be set when maxUnavailable is non-zero",
+                )),
+                (false, false) => errs.push(required(path, "cannot be 0 when maxSurge is 0")),
+                _ => {}
+            }
         }
         Some(other) => errs.push(not_supported(
             "spec.updateStrategy.type",
