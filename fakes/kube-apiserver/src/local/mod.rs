@@ -25,6 +25,7 @@ pub mod images;
 pub mod instances;
 pub mod kubelet;
 pub mod node_agent;
+pub mod node_fit;
 pub mod node_set;
 pub mod nodes;
 pub mod pod_ip;
