@@ -64,7 +64,7 @@ async fn ordered_ready_creates_up_scales_down_from_the_top_and_rolls_in_reverse(
         "{out}"
     );
     {
-        let seen = seen.lock().unwrap();
+        let seen = seen.lock().unwrap().clone();
         for n in 1..3 {
             let created = first(&seen, &format!("web-{n}"), |_| true).unwrap();
             let before_ready = first(&seen, &format!("web-{}", n - 1), |s| s.ready).unwrap();
@@ -133,7 +133,7 @@ async fn ordered_ready_creates_up_scales_down_from_the_top_and_rolls_in_reverse(
     })
     .await;
     {
-        let seen = seen.lock().unwrap();
+        let seen = seen.lock().unwrap().clone();
         let web2_gone = first(&seen, "web-2", |s| s.deleted).unwrap();
         let web1_terminating = first(&seen, "web-1", |s| s.terminating).unwrap();
         assert!(
@@ -169,7 +169,7 @@ async fn ordered_ready_creates_up_scales_down_from_the_top_and_rolls_in_reverse(
     assert_ne!(updated, revision);
     assert_eq!(status.current_revision.as_deref(), Some(updated.as_str()));
     {
-        let seen = seen.lock().unwrap();
+        let seen = seen.lock().unwrap().clone();
         let order: Vec<usize> = ["web-2", "web-1", "web-0"]
             .iter()
             .map(|n| first(&seen, n, |s| s.terminating).unwrap())
@@ -393,7 +393,7 @@ async fn daemon_set_runs_one_pod_per_node_and_rolls_within_max_unavailable() -> 
     let out = rollout_status(&cluster, "daemonset/agent");
     assert!(out.contains("successfully rolled out"), "{out}");
     {
-        let seen = seen.lock().unwrap();
+        let seen = seen.lock().unwrap().clone();
         // Every Pod Ready at the start; track Ready live Pods by name.
         let mut ready: std::collections::BTreeMap<&str, bool> =
             before.iter().map(|n| (n.as_str(), true)).collect();
@@ -527,5 +527,59 @@ async fn deleting_a_stateful_set_cascades_or_orphans_its_pods() -> anyhow::Resul
         pods.iter().all(|p| p.owner_references().is_empty()),
         "and name no owner"
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_set_adopts_matching_orphans_and_releases_pods_that_stop_matching(
+) -> anyhow::Result<()> {
+    let cluster = LocalCluster::start().await?;
+    let stray = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: stray\n  labels:\n    app: adopt\nspec:\n  containers:\n  - name: web\n    image: {HELLO}:1.0\n"
+    );
+    kubectl_ok(&cluster, &["apply", "-f", "-"], Some(&stray));
+    let rs = format!(
+        "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: adopt\nspec:\n  replicas: 2\n  selector:\n    matchLabels:\n      app: adopt\n  template:\n    metadata:\n      labels:\n        app: adopt\n    spec:\n      terminationGracePeriodSeconds: 1\n      containers:\n      - name: web\n        image: {HELLO}:1.0\n"
+    );
+    kubectl_ok(&cluster, &["apply", "-f", "-"], Some(&rs));
+    let sets: Api<k8s_openapi::api::apps::v1::ReplicaSet> =
+        Api::default_namespaced(cluster.client.clone());
+    let uid = sets.get("adopt").await?.uid().unwrap();
+    let controlled_by_rs = |p: &Pod| {
+        p.owner_references()
+            .iter()
+            .any(|r| r.uid == uid && r.controller == Some(true))
+    };
+    let pods = cluster.pods("default");
+    eventually("the orphan adopted", || async {
+        Ok(pods.get("stray").await.ok().filter(controlled_by_rs))
+    })
+    .await;
+    eventually("two Pods in all: the orphan and one created", || async {
+        let live = live_pods(&cluster, "app=adopt").await?;
+        let status = sets.get("adopt").await?.status.unwrap_or_default();
+        Ok(
+            (live.len() == 2 && live.iter().all(controlled_by_rs) && status.replicas == 2)
+                .then_some(()),
+        )
+    })
+    .await;
+
+    // A Pod relabelled out of the selector is released, and replaced.
+    kubectl_ok(
+        &cluster,
+        &["label", "pod", "stray", "app=gone", "--overwrite"],
+        None,
+    );
+    eventually("the relabelled Pod released", || async {
+        let pod = pods.get("stray").await?;
+        Ok(pod.owner_references().is_empty().then_some(()))
+    })
+    .await;
+    eventually("a replacement created", || async {
+        let live = live_pods(&cluster, "app=adopt").await?;
+        Ok((live.len() == 2 && live.iter().all(|p| p.name_any() != "stray")).then_some(()))
+    })
+    .await;
     Ok(())
 }

@@ -243,7 +243,8 @@ pub async fn record_pods(cluster: &LocalCluster, selector: &str) -> Arc<Mutex<Ve
                 _ => continue,
             };
             let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
-            log.lock().unwrap().push(Seen {
+            let Ok(mut log) = log.lock() else { return };
+            log.push(Seen {
                 name: pod.name_any(),
                 ready: running && condition(&pod, "Ready").as_deref() == Some("True"),
                 terminating: pod.metadata.deletion_timestamp.is_some(),
