@@ -13,7 +13,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::ListParams;
-use kube::runtime::watcher;
+use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, ResourceExt};
 
 /// A running server; killed on drop.
@@ -229,7 +229,9 @@ pub async fn record_pods(cluster: &LocalCluster, selector: &str) -> Arc<Mutex<Ve
     let (listed, started) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
         let mut listed = Some(listed);
-        let mut events = watcher(api, config).boxed();
+        // With backoff, a watch whose server is gone (the test ended) sleeps between retries
+        // instead of spinning, so the runtime can shut down.
+        let mut events = watcher(api, config).default_backoff().boxed();
         while let Some(event) = events.next().await {
             let (pod, deleted) = match event {
                 Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (p, false),
