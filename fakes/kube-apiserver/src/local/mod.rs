@@ -1,5 +1,6 @@
 //! Local controllers that make the local API behave like a cluster: the EndpointSlice,
-//! ReplicaSet ([`replica_set`]) and Deployment ([`deployment`]) controllers, and a local kubelet
+//! ReplicaSet ([`replica_set`]), Deployment ([`deployment`]), StatefulSet ([`stateful_set`])
+//! and DaemonSet ([`daemon_set`]) controllers, and a local kubelet
 //! that registers the cluster's Nodes (one by default, several across zones with `--nodes`),
 //! schedules every Pod onto them (spreading a workload's replicas across zones) and runs it as
 //! built-in servers answering as its images would ([`images`]) on loopback Pod IPs from each
@@ -14,6 +15,8 @@
 
 pub mod agnhost;
 pub mod annotations;
+pub mod controller_history;
+pub mod daemon_set;
 pub mod deployment;
 pub mod deployment_util;
 pub mod echo;
@@ -26,12 +29,15 @@ pub mod images;
 pub mod instances;
 pub mod kubelet;
 pub mod node_agent;
+pub mod node_fit;
 pub mod node_set;
 pub mod nodes;
+pub mod pod_claims;
 pub mod pod_ip;
 pub mod pod_status;
 pub mod probe;
 pub mod replica_set;
+pub mod stateful_set;
 pub mod user_command;
 pub mod whereami;
 
@@ -86,8 +92,8 @@ impl Default for LocalOptions {
     }
 }
 
-/// Registers the Nodes, then runs the EndpointSlice, ReplicaSet and Deployment controllers and
-/// the local kubelet until the future is dropped.
+/// Registers the Nodes, then runs the EndpointSlice, ReplicaSet, Deployment, StatefulSet and
+/// DaemonSet controllers and the local kubelet until the future is dropped.
 ///
 /// Errors: an invalid `pod_ip_range` (returned at once, before anything runs).
 pub async fn run(client: kube::Client, options: LocalOptions) -> anyhow::Result<()> {
@@ -108,6 +114,8 @@ pub async fn run(client: kube::Client, options: LocalOptions) -> anyhow::Result<
         endpoint_slice_controller::run(client.clone(), options.endpoint_slice_delay),
         replica_set::run(client.clone()),
         deployment::run(client.clone()),
+        stateful_set::run(client.clone()),
+        daemon_set::run(client.clone()),
         image_commands_config::run(client.clone(), image_commands.clone()),
         kubelet::run(client, nodes, options.kubelet_status_delay, image_commands)
     );

@@ -1,9 +1,10 @@
 //! The Nodes this local kubelet serves (registered at start or adopted later), each with its
 //! Pod IP allocator, and the scheduler's choice of a Node for an unbound Pod: the Nodes whose
 //! labels satisfy the Pod's `spec.nodeSelector` (so `topology.kubernetes.io/zone: us-central1-b`
-//! pins a zone); among them the least loaded by the Pod's siblings (the scheduler's default
+//! pins a zone) and its required node affinity ([`node_fit::fits_node`]; a DaemonSet's Pods
+//! name their Node so); among them the least loaded by the Pod's siblings (the scheduler's default
 //! topology spread of a workload's replicas across zones, then Nodes), taken round-robin in
-//! name order on ties. Affinity, taints and resources are not
+//! name order on ties. Preferred affinity, Pod affinity, taints and resources are not
 //! considered (documented in docs/kube-apiserver-local.md).
 
 use std::collections::{BTreeMap, HashMap};
@@ -12,7 +13,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::watch;
 
-use super::nodes::{self, NodeConfig};
+use super::node_fit;
+use super::nodes::NodeConfig;
 use super::pod_ip::PodIpAllocator;
 
 /// One served Node.
@@ -102,7 +104,7 @@ impl NodeSet {
     }
 
     /// The Node an unbound Pod goes to: round-robin over the Nodes matching its
-    /// `spec.nodeSelector`. `Err` carries the scheduler's message for a `FailedScheduling`
+    /// `spec.nodeSelector` and required node affinity. `Err` carries the scheduler's message for a `FailedScheduling`
     /// Event (`0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.`).
     pub fn schedule(&self, pod: &Pod) -> Result<Arc<LocalNode>, String> {
         self.schedule_spread(pod, |_| 0)
@@ -116,10 +118,13 @@ impl NodeSet {
         load: impl Fn(&LocalNode) -> usize,
     ) -> Result<Arc<LocalNode>, String> {
         let all = self.all();
-        let selector = pod.spec.as_ref().and_then(|s| s.node_selector.as_ref());
         let fits: Vec<&Arc<LocalNode>> = all
             .iter()
-            .filter(|n| nodes::matches_selector(&n.labels, selector))
+            .filter(|n| {
+                pod.spec
+                    .as_ref()
+                    .is_none_or(|s| node_fit::fits_node(n.name(), &n.labels, s))
+            })
             .collect();
         if fits.is_empty() {
             let total = all.len();
@@ -149,6 +154,7 @@ impl NodeSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::local::nodes;
     use std::net::Ipv4Addr;
 
     fn node(name: &str, zone: &str, third: u8) -> LocalNode {

@@ -7,9 +7,11 @@
 //! `minReadySeconds`, `observedGeneration`). It is a kube-runtime Controller, an ordinary client
 //! of the server, with [`Expectations`] so it never acts twice on its own writes.
 //!
-//! Simplified: no adoption of orphan Pods that match the selector and no release of owned Pods
-//! that stop matching; creations are not slow-started in batches; no `ReplicaFailure`
-//! condition (documented in docs/kube-apiserver.md).
+//! It adopts orphan Pods its selector matches and releases its Pods whose labels stop matching
+//! ([`pod_claims`], upstream's `ClaimPods`).
+//!
+//! Simplified: creations are not slow-started in batches; no `ReplicaFailure` condition
+//! (documented in docs/kube-apiserver-local.md).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,6 +32,7 @@ use serde_json::json;
 
 use super::deployment_util::{self as util, is_pod_active, is_pod_available};
 use super::expectations::{version_of, Expectations, Expected};
+use super::pod_claims;
 
 /// The field manager and Event reporter of this controller.
 pub const CONTROLLER_NAME: &str = "replicaset-controller";
@@ -131,7 +134,6 @@ async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action, Rep
     let ns = rs.namespace().unwrap_or_default();
     let name = rs.name_any();
     let key = format!("{ns}/{name}");
-    let uid = rs.uid().unwrap_or_default();
     if rs.metadata.deletion_timestamp.is_some() {
         ctx.expectations.forget(&key);
         return Ok(Action::await_change());
@@ -151,7 +153,9 @@ async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action, Rep
             .get(&reflector::ObjectRef::new(pname).within(pns))
             .map(|p| version_of(p.metadata.resource_version.as_deref()))
     };
-    let active: Vec<Arc<Pod>> = owned_pods(&ctx.pods, &ns, &uid)
+    let active: Vec<Arc<Pod>> = claim_pods(&ctx, &rs, &pods_api)
+        .await
+        .map_err(fail("adopting or releasing Pods".into()))?
         .into_iter()
         .filter(|p| is_pod_active(p))
         .collect();
@@ -241,6 +245,42 @@ async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action, Rep
         None if changed => Action::requeue(Duration::from_secs(5)),
         None => Action::await_change(),
     })
+}
+
+/// `ClaimPods` ([`pod_claims`]): the Pods the ReplicaSet controls after adopting the orphans
+/// its selector matches and releasing its Pods that no longer match. A Pod that changed or went
+/// meanwhile (409, 404) is left for the next sync.
+///
+/// Errors: any other refusal of an adoption or release patch.
+async fn claim_pods(
+    ctx: &Context,
+    rs: &ReplicaSet,
+    pods_api: &Api<Pod>,
+) -> Result<Vec<Arc<Pod>>, kube::Error> {
+    let uid = rs.uid().unwrap_or_default();
+    let selector = rs
+        .spec
+        .as_ref()
+        .map(|s| s.selector.clone())
+        .unwrap_or_default();
+    let ns = rs.namespace().unwrap_or_default();
+    let claims = pod_claims::plan(&ctx.pods, &ns, &uid, &selector, false);
+    let mut owned = claims.owned;
+    let skip_gone = |r: Result<Pod, kube::Error>| match r {
+        Ok(pod) => Ok(Some(pod)),
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(None),
+        Err(e) => Err(e),
+    };
+    for pod in claims.adopt {
+        let adopted = pod_claims::adopt(pods_api, &pod, &controller_ref(rs), CONTROLLER_NAME).await;
+        if let Some(pod) = skip_gone(adopted)? {
+            owned.push(Arc::new(pod));
+        }
+    }
+    for pod in claims.release {
+        skip_gone(pod_claims::release(pods_api, &pod, &uid, CONTROLLER_NAME).await)?;
+    }
+    Ok(owned)
 }
 
 /// The ReplicaSet status for its active Pods, and the seconds until a Ready Pod becomes

@@ -5,13 +5,16 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::ListParams;
-use kube::{Api, Client};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, Client, ResourceExt};
 
 /// A running server; killed on drop.
 pub struct LocalCluster {
@@ -160,4 +163,97 @@ pub fn http() -> reqwest::Client {
         .timeout(Duration::from_secs(10))
         .build()
         .expect("http client")
+}
+
+/// Runs kubectl against the cluster with `stdin`: (succeeded, stdout, stderr).
+pub fn kubectl(
+    cluster: &LocalCluster,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> (bool, String, String) {
+    let mut child = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&cluster.kubeconfig)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    if let Some(input) = stdin {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    drop(child.stdin.take());
+    let out = child.wait_with_output().expect("kubectl output");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs kubectl and fails the test when it fails; its stdout.
+pub fn kubectl_ok(cluster: &LocalCluster, args: &[&str], stdin: Option<&str>) -> String {
+    let (ok, out, err) = kubectl(cluster, args, stdin);
+    assert!(ok, "kubectl {args:?} failed: {err}\n{out}");
+    out
+}
+
+/// `kubectl rollout status WHAT --timeout=90s`, which must succeed; its stdout.
+pub fn rollout_status(cluster: &LocalCluster, what: &str) -> String {
+    kubectl_ok(cluster, &["rollout", "status", what, "--timeout=90s"], None)
+}
+
+/// One observed Pod change: name, Running and Ready, terminating, deleted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Seen {
+    pub name: String,
+    pub ready: bool,
+    pub terminating: bool,
+    pub deleted: bool,
+}
+
+/// Records every change of the Pods labelled `selector`, in the order the watch delivers them,
+/// once the watch has listed them (so nothing after the call is missed).
+pub async fn record_pods(cluster: &LocalCluster, selector: &str) -> Arc<Mutex<Vec<Seen>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let api: Api<Pod> = cluster.pods("default");
+    let config = watcher::Config::default().labels(selector);
+    let (listed, started) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let mut listed = Some(listed);
+        // With backoff, a watch whose server is gone (the test ended) sleeps between retries
+        // instead of spinning, so the runtime can shut down.
+        let mut events = watcher(api, config).default_backoff().boxed();
+        while let Some(event) = events.next().await {
+            let (pod, deleted) = match event {
+                Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (p, false),
+                Ok(watcher::Event::Delete(p)) => (p, true),
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(tx) = listed.take() {
+                        let _ = tx.send(());
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+            let Ok(mut log) = log.lock() else { return };
+            log.push(Seen {
+                name: pod.name_any(),
+                ready: running && condition(&pod, "Ready").as_deref() == Some("True"),
+                terminating: pod.metadata.deletion_timestamp.is_some(),
+                deleted,
+            });
+        }
+    });
+    let _ = started.await;
+    seen
 }
