@@ -14,6 +14,12 @@
 //!
 //! [`state`] is the cache of what exists that `sync` reads instead of one `get` per resource.
 
+/// `User-Agent` of every request to the Kubernetes and Compute APIs: `gclb-operator/<version>`
+/// (the workspace's version, which the operator shares), so cluster admins (audit log
+/// `userAgent`) and cloud admins (Cloud Audit Logs `requestMetadata.callerSuppliedUserAgent`)
+/// can attribute calls to this operator. gclb-operator re-exports it.
+pub const USER_AGENT: &str = concat!("gclb-operator/", env!("CARGO_PKG_VERSION"));
+
 pub mod credentials;
 pub mod error;
 pub mod metrics;
@@ -411,7 +417,7 @@ impl Compute {
                             .set_project(&op_project)
                             .set_region(r)
                             .set_operation(&name)
-                            .with_user_agent(crate::USER_AGENT)
+                            .with_user_agent(USER_AGENT)
                             .send()
                     })
                     .await?
@@ -424,7 +430,7 @@ impl Compute {
                             .set_project(&op_project)
                             .set_zone(z)
                             .set_operation(&name)
-                            .with_user_agent(crate::USER_AGENT)
+                            .with_user_agent(USER_AGENT)
                             .send()
                     })
                     .await?
@@ -436,7 +442,7 @@ impl Compute {
                             .wait()
                             .set_project(&op_project)
                             .set_operation(&name)
-                            .with_user_agent(crate::USER_AGENT)
+                            .with_user_agent(USER_AGENT)
                             .send()
                     })
                     .await?
