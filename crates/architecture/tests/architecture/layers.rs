@@ -1,0 +1,137 @@
+//! Each crate's layers, from the top down: a module may import from its own layer and the
+//! layers below it, never from one above (docs/architecture.md shows the same table). An entry
+//! covers the module and everything under it; the crate root (`lib.rs`) is above every layer.
+//! The binaries' `main.rs` files declare no modules of their own, so only the libraries appear.
+
+use gclb_architecture::CrateSpec;
+
+pub const CRATES: &[CrateSpec] = &[
+    CrateSpec {
+        name: "gclb-operator",
+        root: "src/lib.rs",
+        // The controllers, independent of each other; each builds on the crates below.
+        layers: &[&["controller", "gateway", "managed_certificates", "webhook"]],
+    },
+    CrateSpec {
+        name: "gclb-readiness",
+        root: "crates/readiness/src/lib.rs",
+        layers: &[&["readiness"]],
+    },
+    CrateSpec {
+        name: "gclb-sync",
+        root: "crates/sync/src/lib.rs",
+        // desired vs observed, on top of the Compute API seam.
+        layers: &[&["sync"], &["compute"]],
+    },
+    CrateSpec {
+        name: "gclb-translate",
+        root: "crates/translate/src/lib.rs",
+        // cluster snapshot -> desired load balancer, on top of the CRD types.
+        layers: &[&["translate"], &["crd"]],
+    },
+    CrateSpec {
+        name: "gce-emulator",
+        root: "fakes/gce-emulator/src/lib.rs",
+        layers: &[
+            // HTTP routing and handlers of the routes besides the Compute API.
+            &[
+                "api",
+                "admin",
+                "batch",
+                "dashboard",
+                "identity_api",
+                "logging_api",
+                "state_file",
+            ],
+            // the Compute API's control plane: requests, operations, one module per collection.
+            &[
+                "emulator",
+                "explain_cli",
+                "methods",
+                "operations",
+                "resources",
+            ],
+            // the models the control plane keeps, and the data plane it publishes to.
+            &[
+                "addresses",
+                "dataplane",
+                "health_state",
+                "iam_permissions",
+                "iam_policy",
+                "identity",
+                "listing",
+                "network",
+                "options",
+                "slow_cloud",
+                "store",
+            ],
+            // shared leaves.
+            &[
+                "api_fuzz_tests",
+                "ca",
+                "calls",
+                "faults",
+                "filter",
+                "fuzz_support",
+                "iam",
+                "iam_roles",
+                "metadata",
+                "metrics",
+                "open_files",
+                "schema",
+                "snapshot",
+                "tokens",
+            ],
+        ],
+    },
+    CrateSpec {
+        name: "gce-url-map",
+        root: "fakes/gce-emulator/crates/url-map/src/lib.rs",
+        layers: &[&["url_map"]],
+    },
+    CrateSpec {
+        name: "gce-validate",
+        root: "fakes/gce-emulator/crates/validate/src/lib.rs",
+        // request validation, on top of Google's error shape.
+        layers: &[&["validate"], &["errors"]],
+    },
+    CrateSpec {
+        name: "fake-kube-apiserver",
+        root: "fakes/kube-apiserver/src/lib.rs",
+        layers: &[
+            // the server; the local controllers and kubelet (kube-rs clients of it, importing
+            // nothing of it).
+            &["local", "server"],
+            // request handlers.
+            &["handlers", "kubeconfig"],
+            // the request pipeline: admission, authentication and RBAC, patches, watches.
+            &["admission", "auth", "patch", "state_file", "watch"],
+            // storage and field ownership.
+            &["managed_fields", "store"],
+            // schemas, validation and each kind's defaults and tables.
+            &[
+                "crd_defaults",
+                "crds",
+                "defaults",
+                "discovery",
+                "openapi",
+                "openapi_v2",
+                "protobuf",
+                "status",
+                "table",
+                "validation",
+            ],
+            // shared leaves.
+            &[
+                "crd_validation",
+                "events",
+                "go_values",
+                "meta",
+                "registry",
+                "schema",
+                "selectors",
+                "tls",
+            ],
+        ],
+    },
+];
