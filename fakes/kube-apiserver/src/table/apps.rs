@@ -11,7 +11,7 @@
 
 use serde_json::{json, Value};
 
-use super::{age_col, col};
+use super::columns::{age_col, col};
 use crate::meta::age;
 
 /// Columns after Name for the apps/v1 storage key `storage`; `None` for other kinds.
