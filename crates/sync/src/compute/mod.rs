@@ -23,6 +23,7 @@ pub const USER_AGENT: &str = concat!("gclb-operator/", env!("CARGO_PKG_VERSION")
 pub mod credentials;
 pub mod error;
 pub mod metrics;
+pub mod observed;
 pub mod pacing;
 pub mod reference;
 mod regional;
@@ -39,11 +40,8 @@ use google_cloud_gax::options::RequestOptionsBuilder as _;
 use google_cloud_gax::retry_policy::NeverRetry;
 
 pub use credentials::CredentialsMode;
-pub use error::{ComputeError, ErrorKind};
+pub use error::{ComputeError, ErrorKind, Result};
 pub use metrics::ComputeMetrics;
-
-/// Result of a Compute call.
-pub type Result<T, E = ComputeError> = std::result::Result<T, E>;
 
 /// Backoff for retryable errors (429, 5xx, transport).
 #[derive(Clone, Debug)]
