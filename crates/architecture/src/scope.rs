@@ -205,8 +205,13 @@ impl<'a> Resolver<'a> {
                 continue;
             };
             let gs = &self.scopes[g];
-            if gs.defined.contains(name) || gs.uses.iter().any(|u| u.name.as_deref() == Some(name))
-            {
+            // A glob brings in what the module defines and what it re-exports (`pub use`),
+            // never its private imports.
+            let reexports = gs
+                .uses
+                .iter()
+                .any(|u| u.public && u.name.as_deref() == Some(name));
+            if gs.defined.contains(name) || reexports {
                 let mut target = base;
                 target.extend(abs[k..].iter().cloned());
                 return self.locate(&target, depth + 1);
@@ -251,6 +256,9 @@ impl<'a> Resolver<'a> {
                 }
             }
             for raw in paths.paths {
+                if raw.len() == 1 && paths.locals.contains(&raw[0]) {
+                    continue;
+                }
                 let Some(abs) = self.absolute(m, &raw, 0) else {
                     continue;
                 };
@@ -271,6 +279,9 @@ impl<'a> Resolver<'a> {
 #[derive(Default)]
 struct PathCollector {
     paths: BTreeSet<Vec<String>>,
+    /// Names bound by patterns (parameters, `let`, closures, `match` arms): a one-segment path
+    /// naming one of them is taken for the local variable, not an item.
+    locals: HashSet<String>,
 }
 
 impl<'ast> Visit<'ast> for PathCollector {
@@ -282,6 +293,15 @@ impl<'ast> Visit<'ast> for PathCollector {
         raw.extend(path.segments.iter().map(|s| s.ident.to_string()));
         self.paths.insert(raw);
         syn::visit::visit_path(self, path);
+    }
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        // A macro's arguments are tokens: read the paths of two or more segments in them.
+        scan_tokens(mac.tokens.clone(), &mut self.paths);
+        syn::visit::visit_macro(self, mac);
+    }
+    fn visit_pat_ident(&mut self, pat: &'ast syn::PatIdent) {
+        self.locals.insert(pat.ident.to_string());
+        syn::visit::visit_pat_ident(self, pat);
     }
     fn visit_item(&mut self, item: &'ast syn::Item) {
         if !is_test(crate::tree::item_attrs(item)) {
@@ -301,5 +321,44 @@ impl<'ast> Visit<'ast> for PathCollector {
     }
     fn visit_item_mod(&mut self, _: &'ast syn::ItemMod) {
         // An inline module is a module of its own, visited as such.
+    }
+}
+
+/// Collects `a::b(::c)*` paths from a token stream (a macro's arguments), at any depth.
+fn scan_tokens(tokens: proc_macro2::TokenStream, out: &mut BTreeSet<Vec<String>>) {
+    use proc_macro2::{Spacing, TokenTree};
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let is_colons = |i: usize| -> bool {
+        matches!((trees.get(i), trees.get(i + 1)),
+            (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)))
+                if a.as_char() == ':' && a.spacing() == Spacing::Joint && b.as_char() == ':')
+    };
+    let mut i = 0;
+    while i < trees.len() {
+        match &trees[i] {
+            TokenTree::Group(g) => {
+                scan_tokens(g.stream(), out);
+                i += 1;
+            }
+            TokenTree::Ident(first) => {
+                let preceded_by_colons = i >= 2 && is_colons(i - 2);
+                let mut path = vec![first.to_string()];
+                let mut j = i + 1;
+                while is_colons(j) {
+                    match trees.get(j + 2) {
+                        Some(TokenTree::Ident(next)) => {
+                            path.push(next.to_string());
+                            j += 3;
+                        }
+                        _ => break,
+                    }
+                }
+                if path.len() > 1 && !preceded_by_colons {
+                    out.insert(path);
+                }
+                i = j.max(i + 1);
+            }
+            _ => i += 1,
+        }
     }
 }
