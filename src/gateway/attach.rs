@@ -16,10 +16,24 @@
 
 use std::collections::BTreeMap;
 
+use super::backend_refs::ResolvedRule;
 use super::conditions::{reasons, types, Cond};
 use super::hostnames;
 use super::inputs::{ParentRef, RouteInfo, RouteKind};
 use super::listeners::{namespace_allowed, ListenerPlan, Mode};
+
+/// A route attached to a listener of a Gateway.
+#[derive(Clone, Debug)]
+pub struct AttachedRoute {
+    /// The route.
+    pub info: RouteInfo,
+    /// The `parentRefs` entry it attached through, as written.
+    pub parent_ref: serde_json::Value,
+    /// Where.
+    pub attachment: Attachment,
+    /// Resolved rules (HTTPRoute: per rule; TLSRoute: its one rule).
+    pub rules: Vec<ResolvedRule>,
+}
 
 /// A listener a route attached to, and the hostnames it serves there (empty: any).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use google_cloud_compute_v1::model;
 use serde_json::{json, Value};
 
+use super::attach::AttachedRoute;
 use super::backend_refs::{no_match_backend, BackendSet};
 use super::conditions::{reasons, types, Cond};
 use super::desired::{DesiredPort, DesiredTlsRoute, PortTarget};
@@ -25,7 +26,6 @@ use super::http_routes::{url_map, HostRoute};
 use super::inputs::{GatewayInputs, RouteKind};
 use super::listeners::{ListenerPlan, Mode};
 use super::namer::GatewayNamer;
-use super::translate::AttachedRoute;
 use crate::translate::service_ports::{resolve, PortRef};
 use crate::translate::{ObjectKey, TranslateConfig};
 

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::api::gateways::Gateway;
-use super::attach::{attach, Attachment};
+use super::attach::{attach, AttachedRoute};
 use super::backend_refs::{backend_header_action, resolve_ref, BackendSet, Ref, ResolvedRule};
 use super::conditions::{reasons, types, Cond};
 use super::desired::{AddressPlan, DesiredGateway};
@@ -68,19 +68,6 @@ pub struct Translation {
     pub gateways: BTreeMap<ObjectKey, GatewayPlan>,
     /// Route statuses towards our Gateways, by (kind, route).
     pub routes: RouteStatuses,
-}
-
-/// A route attached to a listener of a Gateway.
-#[derive(Clone, Debug)]
-pub struct AttachedRoute {
-    /// The route.
-    pub info: RouteInfo,
-    /// The `parentRefs` entry it attached through, as written.
-    pub parent_ref: serde_json::Value,
-    /// Where.
-    pub attachment: Attachment,
-    /// Resolved rules (HTTPRoute: per rule; TLSRoute: its one rule).
-    pub rules: Vec<ResolvedRule>,
 }
 
 /// The GatewayClasses this controller owns.

@@ -14,8 +14,5 @@ pub mod sync;
 // The translation layer below, at the path the modules name it by (`crate::translate::..`).
 use gclb_translate::translate;
 
-/// `User-Agent` of every request to the Kubernetes and Compute APIs: `gclb-operator/<version>`
-/// (the workspace's version, which the operator shares), so cluster admins (audit log
-/// `userAgent`) and cloud admins (Cloud Audit Logs `requestMetadata.callerSuppliedUserAgent`)
-/// can attribute calls to this operator. gclb-operator re-exports it.
-pub const USER_AGENT: &str = concat!("gclb-operator/", env!("CARGO_PKG_VERSION"));
+// `User-Agent` of every request to the Kubernetes and Compute APIs (defined by the Compute seam).
+pub use compute::USER_AGENT;

@@ -107,7 +107,7 @@ pub fn parse(body: &str, boundary: &str) -> Result<Vec<BatchPart>, BatchError> {
 
 /// `POST /batch/compute/{version}` (and `POST /batch`).
 pub async fn handle(State(emu): State<Arc<Emulator>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(e) = crate::api::check_auth(&emu, &headers) {
+    if let Err(e) = crate::api_request::check_auth(&emu, &headers) {
         return e.into_response();
     }
     let ct = headers
@@ -137,9 +137,9 @@ pub async fn handle(State(emu): State<Arc<Emulator>>, headers: HeaderMap, body: 
                     method,
                     version,
                     path: p.to_string(),
-                    query: crate::api::parse_query(query),
+                    query: crate::api_request::parse_query(query),
                     body: Bytes::from(part.body),
-                    token: crate::api::bearer_token(&headers).map(str::to_string),
+                    token: crate::api_request::bearer_token(&headers).map(str::to_string),
                 })
                 .await
             }

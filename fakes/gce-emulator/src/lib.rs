@@ -13,6 +13,7 @@ pub mod admin;
 pub mod api;
 #[cfg(test)]
 mod api_fuzz_tests;
+pub mod api_request;
 pub mod batch;
 pub mod ca;
 pub mod calls;

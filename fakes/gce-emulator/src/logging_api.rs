@@ -39,7 +39,7 @@ pub async fn entries_list(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(e) = crate::api::check_auth(&emu, &headers) {
+    if let Err(e) = crate::api_request::check_auth(&emu, &headers) {
         return e.into_response();
     }
     let req: Value = if body.is_empty() {

@@ -9,7 +9,10 @@ use serde_json::{json, Value};
 use crate::meta::{self, age, human_duration, parse_time};
 use crate::registry::ResourceInfo;
 
+use columns::{age_col, col, name_col};
+
 mod apps;
+mod columns;
 mod node;
 mod rbac;
 
@@ -21,24 +24,6 @@ pub fn wants_table(accept: &str) -> bool {
         .split(',')
         .next()
         .is_some_and(|first| first.contains("as=Table"))
-}
-
-fn col(name: &str, ty: &str, format: &str, priority: i64, description: &str) -> Value {
-    json!({"name": name, "type": ty, "format": format, "description": description, "priority": priority})
-}
-
-fn name_col() -> Value {
-    col(
-        "Name",
-        "string",
-        "name",
-        0,
-        "Name must be unique within a namespace.",
-    )
-}
-
-fn age_col() -> Value {
-    col("Age", "string", "", 0, "CreationTimestamp is a timestamp representing the server time when this object was created.")
 }
 
 /// Column definitions for `res`.

@@ -106,6 +106,9 @@ fn mentions_in_use(message: &str) -> bool {
     m.contains("being used by") || m.contains("in use") || m.contains("resourceinuse")
 }
 
+/// Result of a Compute call.
+pub type Result<T, E = ComputeError> = std::result::Result<T, E>;
+
 /// A failed Compute call, with the method id (`compute.urlMaps.insert`) and the resource.
 #[derive(Debug, thiserror::Error)]
 pub enum ComputeError {

@@ -14,9 +14,16 @@
 //!
 //! [`state`] is the cache of what exists that `sync` reads instead of one `get` per resource.
 
+/// `User-Agent` of every request to the Kubernetes and Compute APIs: `gclb-operator/<version>`
+/// (the workspace's version, which the operator shares), so cluster admins (audit log
+/// `userAgent`) and cloud admins (Cloud Audit Logs `requestMetadata.callerSuppliedUserAgent`)
+/// can attribute calls to this operator. gclb-operator re-exports it.
+pub const USER_AGENT: &str = concat!("gclb-operator/", env!("CARGO_PKG_VERSION"));
+
 pub mod credentials;
 pub mod error;
 pub mod metrics;
+pub mod observed;
 pub mod pacing;
 pub mod reference;
 mod regional;
@@ -33,11 +40,8 @@ use google_cloud_gax::options::RequestOptionsBuilder as _;
 use google_cloud_gax::retry_policy::NeverRetry;
 
 pub use credentials::CredentialsMode;
-pub use error::{ComputeError, ErrorKind};
+pub use error::{ComputeError, ErrorKind, Result};
 pub use metrics::ComputeMetrics;
-
-/// Result of a Compute call.
-pub type Result<T, E = ComputeError> = std::result::Result<T, E>;
 
 /// Backoff for retryable errors (429, 5xx, transport).
 #[derive(Clone, Debug)]
@@ -411,7 +415,7 @@ impl Compute {
                             .set_project(&op_project)
                             .set_region(r)
                             .set_operation(&name)
-                            .with_user_agent(crate::USER_AGENT)
+                            .with_user_agent(USER_AGENT)
                             .send()
                     })
                     .await?
@@ -424,7 +428,7 @@ impl Compute {
                             .set_project(&op_project)
                             .set_zone(z)
                             .set_operation(&name)
-                            .with_user_agent(crate::USER_AGENT)
+                            .with_user_agent(USER_AGENT)
                             .send()
                     })
                     .await?
@@ -436,7 +440,7 @@ impl Compute {
                             .wait()
                             .set_project(&op_project)
                             .set_operation(&name)
-                            .with_user_agent(crate::USER_AGENT)
+                            .with_user_agent(USER_AGENT)
                             .send()
                     })
                     .await?

@@ -24,7 +24,7 @@ macro_rules! regional_crud {
                         .set_project(&self.project)
                         .set_region(region)
                         .$setter(name)
-                        .with_user_agent(crate::USER_AGENT)
+                        .with_user_agent(crate::compute::USER_AGENT)
                         .send()
                 })
                 .await;
@@ -45,7 +45,7 @@ macro_rules! regional_crud {
                     .set_project(&self.project)
                     .set_region(region)
                     .set_body(body.clone())
-                    .with_user_agent(crate::USER_AGENT)
+                    .with_user_agent(crate::compute::USER_AGENT)
                     .send()
             })
             .await
@@ -62,7 +62,7 @@ macro_rules! regional_crud {
                         .set_project(&self.project)
                         .set_region(region)
                         .$setter(name)
-                        .with_user_agent(crate::USER_AGENT)
+                        .with_user_agent(crate::compute::USER_AGENT)
                         .send()
                 })
                 .await;
@@ -86,7 +86,7 @@ macro_rules! regional_crud {
                             .set_project(&self.project)
                             .set_region(region)
                             .set_page_token(token.clone())
-                            .with_user_agent(crate::USER_AGENT)
+                            .with_user_agent(crate::compute::USER_AGENT)
                             .send()
                     })
                     .await?;
@@ -114,7 +114,7 @@ macro_rules! regional_verb {
                     .set_region(region)
                     .$setter(name)
                     .set_body(body.clone())
-                    .with_user_agent(crate::USER_AGENT)
+                    .with_user_agent(crate::compute::USER_AGENT)
                     .send()
             })
             .await
@@ -199,7 +199,7 @@ impl Compute {
                 .set_region(region)
                 .set_backend_service(name)
                 .set_body(body.clone())
-                .with_user_agent(crate::USER_AGENT)
+                .with_user_agent(crate::compute::USER_AGENT)
                 .send()
         })
         .await
@@ -223,7 +223,7 @@ impl Compute {
                         .set_project(project)
                         .set_region(region)
                         .set_page_token(token.clone())
-                        .with_user_agent(crate::USER_AGENT)
+                        .with_user_agent(crate::compute::USER_AGENT)
                         .send()
                 })
                 .await?;

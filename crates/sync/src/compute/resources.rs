@@ -33,7 +33,7 @@ macro_rules! global_crud {
                         .get()
                         .set_project(project_of!(self $($project)?))
                         .$setter(name)
-                        .with_user_agent(crate::USER_AGENT)
+                        .with_user_agent(crate::compute::USER_AGENT)
                         .send()
                 })
                 .await;
@@ -53,7 +53,7 @@ macro_rules! global_crud {
                     .insert()
                     .set_project(project_of!(self $($project)?))
                     .set_body(body.clone())
-                    .with_user_agent(crate::USER_AGENT)
+                    .with_user_agent(crate::compute::USER_AGENT)
                     .send()
             })
             .await
@@ -69,7 +69,7 @@ macro_rules! global_crud {
                         .delete()
                         .set_project(project_of!(self $($project)?))
                         .$setter(name)
-                        .with_user_agent(crate::USER_AGENT)
+                        .with_user_agent(crate::compute::USER_AGENT)
                         .send()
                 })
                 .await;
@@ -92,7 +92,7 @@ macro_rules! global_crud {
                             .list()
                             .set_project(project_of!(self $($project)?))
                             .set_page_token(token.clone())
-                            .with_user_agent(crate::USER_AGENT)
+                            .with_user_agent(crate::compute::USER_AGENT)
                             .send()
                     })
                     .await?;
@@ -120,7 +120,7 @@ macro_rules! global_verb {
                     .set_project(project_of!(self $($project)?))
                     .$setter(name)
                     .set_body(body.clone())
-                    .with_user_agent(crate::USER_AGENT)
+                    .with_user_agent(crate::compute::USER_AGENT)
                     .send()
             })
             .await
@@ -235,7 +235,7 @@ impl Compute {
                 .set_project(&self.project)
                 .set_backend_service(name)
                 .set_body(body.clone())
-                .with_user_agent(crate::USER_AGENT)
+                .with_user_agent(crate::compute::USER_AGENT)
                 .send()
         })
         .await
@@ -255,7 +255,7 @@ impl Compute {
                     .set_project(&self.project)
                     .set_zone(zone)
                     .set_network_endpoint_group(name)
-                    .with_user_agent(crate::USER_AGENT)
+                    .with_user_agent(crate::compute::USER_AGENT)
                     .send()
             })
             .await;
@@ -284,7 +284,7 @@ impl Compute {
                     .set_project(&self.project)
                     .set_zone(zone)
                     .set_body(body.clone())
-                    .with_user_agent(crate::USER_AGENT)
+                    .with_user_agent(crate::compute::USER_AGENT)
                     .send()
             },
         )
@@ -306,7 +306,7 @@ impl Compute {
                         .set_project(&self.project)
                         .set_zone(zone)
                         .set_network_endpoint_group(name)
-                        .with_user_agent(crate::USER_AGENT)
+                        .with_user_agent(crate::compute::USER_AGENT)
                         .send()
                 },
             )
@@ -334,7 +334,7 @@ impl Compute {
                         .set_project(&self.project)
                         .set_zone(zone)
                         .set_page_token(token.clone())
-                        .with_user_agent(crate::USER_AGENT)
+                        .with_user_agent(crate::compute::USER_AGENT)
                         .send()
                 })
                 .await?;
@@ -361,7 +361,7 @@ impl Compute {
                         .aggregated_list()
                         .set_project(&self.project)
                         .set_page_token(token.clone())
-                        .with_user_agent(crate::USER_AGENT)
+                        .with_user_agent(crate::compute::USER_AGENT)
                         .send()
                 })
                 .await?;
@@ -413,7 +413,7 @@ impl Compute {
                                         model::network_endpoint_groups_list_endpoints_request::HealthStatus::Show,
                                     ),
                             )
-                            .with_user_agent(crate::USER_AGENT)
+                            .with_user_agent(crate::compute::USER_AGENT)
                             .send()
                     },
                 )
@@ -447,7 +447,7 @@ impl Compute {
                     .set_zone(zone)
                     .set_network_endpoint_group(name)
                     .set_body(body.clone())
-                    .with_user_agent(crate::USER_AGENT)
+                    .with_user_agent(crate::compute::USER_AGENT)
                     .send()
             },
         )
@@ -476,7 +476,7 @@ impl Compute {
                     .set_zone(zone)
                     .set_network_endpoint_group(name)
                     .set_body(body.clone())
-                    .with_user_agent(crate::USER_AGENT)
+                    .with_user_agent(crate::compute::USER_AGENT)
                     .send()
             },
         )

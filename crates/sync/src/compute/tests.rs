@@ -385,13 +385,13 @@ async fn every_request_carries_the_operator_user_agent() {
         let agent = r.headers.get("user-agent").and_then(|v| v.to_str().ok());
         assert_eq!(
             agent,
-            Some(crate::USER_AGENT),
+            Some(crate::compute::USER_AGENT),
             "{} {} without the operator's User-Agent",
             r.method,
             r.url
         );
     }
-    assert!(crate::USER_AGENT.starts_with("gclb-operator/0."));
+    assert!(crate::compute::USER_AGENT.starts_with("gclb-operator/0."));
 }
 
 /// A client is built on its collection's first call, and only then: `Compute::new` builds

@@ -20,7 +20,7 @@ use super::{
     security_policies, ssl_certificates, target_http_proxies, target_https_proxies, url_maps,
     Changes, SyncError,
 };
-use crate::compute::state::Listed;
+use crate::compute::observed::Listed;
 use crate::compute::{Compute, ErrorKind};
 use crate::translate::namer;
 

@@ -41,7 +41,7 @@ use std::future::Future;
 
 use serde::Serialize;
 
-use crate::compute::state::Listed;
+use crate::compute::observed::Listed;
 use crate::compute::{Compute, ComputeError, ErrorKind};
 
 /// How many times an update is retried after `412 conditionNotMet` (each time after a refetch).

@@ -35,8 +35,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::pod::PodRecord;
 use super::{ClusterSnapshot, NegEndpoint, ObjectKey, TranslateConfig};
 
-/// The Pod condition / readiness gate the operator drives from load-balancer health.
-pub const NEG_READINESS_GATE: &str = "cloud.google.com/load-balancer-neg-ready";
+// The readiness gate is the Pod's (pod.rs); endpoints read it, and callers name it here too.
+pub use super::pod::NEG_READINESS_GATE;
 /// EndpointSlice label naming its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 /// Node label naming its zone (well-known label, set by the cloud provider / kubelet).

@@ -456,5 +456,8 @@ pub fn truncate_legacy(name: &str) -> String {
 }
 
 #[cfg(test)]
+#[path = "namer_gke_tests.rs"]
+mod gke_tests;
+#[cfg(test)]
 #[path = "namer_tests.rs"]
 mod tests;

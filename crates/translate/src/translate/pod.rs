@@ -26,7 +26,8 @@ use k8s_openapi::api::core::v1::{ContainerPort, PodCondition, PodIP, PodReadines
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::endpoints::NEG_READINESS_GATE;
+/// The Pod condition / readiness gate the operator drives from load-balancer health.
+pub const NEG_READINESS_GATE: &str = "cloud.google.com/load-balancer-neg-ready";
 
 /// The Pod condition type meaning every container passes its readiness probe.
 pub const CONTAINERS_READY: &str = "ContainersReady";

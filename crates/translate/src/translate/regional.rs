@@ -35,15 +35,11 @@ use super::annotations::{GLOBAL_STATIC_IP_NAME, MANAGED_CERTIFICATES, REGIONAL_S
 use super::ownership::INGRESS_CLASS_ANNOTATION;
 use super::{ClusterSnapshot, DesiredIngress, ObjectKey, TranslateConfig, TranslateError};
 
-/// GKE's internal class (`kubernetes.io/ingress.class: gce-internal`), served in takeover mode.
-pub const GCE_INTERNAL_CLASS: &str = "gce-internal";
-/// The operator's own internal class beside GKE's controller.
-pub const GCLB_INTERNAL_CLASS: &str = "gclb-internal";
-/// GKE's regional external class (`kubernetes.io/ingress.class: gce-regional-external`),
-/// served in takeover mode.
-pub const GCE_REGIONAL_EXTERNAL_CLASS: &str = "gce-regional-external";
-/// The operator's own regional external class beside GKE's controller.
-pub const GCLB_REGIONAL_EXTERNAL_CLASS: &str = "gclb-regional-external";
+// The classes' names are settings (config.rs); named here too, beside what they select.
+pub use super::config::{
+    GCE_INTERNAL_CLASS, GCE_REGIONAL_EXTERNAL_CLASS, GCLB_INTERNAL_CLASS,
+    GCLB_REGIONAL_EXTERNAL_CLASS,
+};
 /// `loadBalancingScheme` of the regional internal Application Load Balancer.
 pub const INTERNAL_MANAGED: &str = "INTERNAL_MANAGED";
 /// `loadBalancingScheme` of the regional external Application Load Balancer.
@@ -84,6 +80,15 @@ impl RegionalClass {
         match self {
             Self::Internal => &config.internal_class,
             Self::External => &config.regional_external_class,
+        }
+    }
+
+    /// The `addressType` of the regional address it needs: `INTERNAL` for the internal class,
+    /// `EXTERNAL` for the regional external one.
+    pub fn address_type(self) -> &'static str {
+        match self {
+            Self::Internal => "INTERNAL",
+            Self::External => "EXTERNAL",
         }
     }
 
@@ -390,7 +395,7 @@ fn refuse_unsupported(
         };
         return Err(refuse(
             "HTTP and HTTPS on one ephemeral address (spec.tls with HTTP allowed)".into(),
-            &format!("reserve a regional {} address (gcloud compute addresses create NAME --region=REGION{}{purpose}) and name it in {REGIONAL_STATIC_IP_NAME}, or set kubernetes.io/ingress.allow-http: \"false\"", super::regional_address::wanted_type(kind), if kind == RegionalClass::Internal { " --subnet=SUBNET" } else { "" }),
+            &format!("reserve a regional {} address (gcloud compute addresses create NAME --region=REGION{}{purpose}) and name it in {REGIONAL_STATIC_IP_NAME}, or set kubernetes.io/ingress.allow-http: \"false\"", kind.address_type(), if kind == RegionalClass::Internal { " --subnet=SUBNET" } else { "" }),
         ));
     }
     if let Some(proxy) = &desired.frontend.target_https_proxy {

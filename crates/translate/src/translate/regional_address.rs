@@ -50,7 +50,7 @@ pub fn check(
     global_exists: bool,
     subnet: Option<&str>,
 ) -> Result<ResolvedAddress, AddressProblem> {
-    let wanted = wanted_type(kind);
+    let wanted = kind.address_type();
     let create = create_command(config, kind, region, name, subnet);
     let Some(address) = regional else {
         let problem = if global_exists {
@@ -89,14 +89,6 @@ pub fn check(
             .to_string()
     });
     Ok(ResolvedAddress { ip, network_tier })
-}
-
-/// `INTERNAL` for the internal class, `EXTERNAL` for the regional external one.
-pub fn wanted_type(kind: RegionalClass) -> &'static str {
-    match kind {
-        RegionalClass::Internal => "INTERNAL",
-        RegionalClass::External => "EXTERNAL",
-    }
 }
 
 /// The gcloud command that reserves the address `name` for a `kind` load balancer.

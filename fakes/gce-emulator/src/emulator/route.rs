@@ -5,7 +5,7 @@
 
 use http::Method;
 
-use crate::emulator::ApiRequest;
+use crate::emulator::request::ApiRequest;
 use crate::errors::ApiError;
 use crate::methods::Target;
 use crate::resources::{self, collection, zones, Collection, Scope};

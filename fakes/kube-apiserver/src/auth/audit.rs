@@ -29,7 +29,7 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
-use super::{RequestContext, UserInfo};
+use super::user::{RequestContext, UserInfo};
 use crate::meta::micro_timestamp;
 use crate::status::ApiError;
 

@@ -19,7 +19,7 @@ use http::{header, HeaderMap};
 use serde_json::Value;
 
 use super::tokens::{TokenError, TokenIssuer, ISSUER};
-use super::UserInfo;
+use super::user::UserInfo;
 use crate::store::Store;
 
 /// The admin user of the kubeconfig the server writes.

@@ -17,7 +17,7 @@ use super::authn::{
 };
 use super::rbac;
 use super::request_info::RequestInfo;
-use super::UserInfo;
+use super::user::UserInfo;
 use crate::status::ApiError;
 use crate::store::Store;
 
@@ -145,7 +145,7 @@ pub fn apply(
         };
         let decision = rbac::authorize(store, requestor, &info);
         if !decision.allowed() {
-            return Err(super::forbidden(&requestor.name, &info, decision.reason()));
+            return Err(rbac::forbidden(&requestor.name, &info, decision.reason()));
         }
     }
     if user_name != ANONYMOUS {

@@ -19,27 +19,14 @@ pub mod rbac;
 pub mod request_info;
 pub mod reviews;
 pub mod tokens;
-
-use std::collections::BTreeMap;
+pub mod user;
 
 use http::{HeaderMap, Method, Uri};
 
 use crate::status::ApiError;
 use crate::store::Store;
-use request_info::RequestInfo;
-
-/// An authenticated (or anonymous) user, `user.Info` of k8s.io/apiserver.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UserInfo {
-    /// User name, e.g. `admin` or `system:serviceaccount:ns:sa`.
-    pub name: String,
-    /// Uid (may be empty).
-    pub uid: String,
-    /// Groups, `system:authenticated` included for authenticated users.
-    pub groups: Vec<String>,
-    /// Extra attributes.
-    pub extra: BTreeMap<String, Vec<String>>,
-}
+pub use rbac::forbidden;
+pub use user::{RequestContext, UserInfo};
 
 /// The server's credentials and audit sink.
 pub struct Auth {
@@ -49,43 +36,6 @@ pub struct Auth {
     pub tokens: tokens::TokenIssuer,
     /// `--audit-log`, when given.
     pub audit: Option<audit::AuditLog>,
-}
-
-/// Who is asking what: the outcome of authentication and impersonation.
-#[derive(Debug, Clone)]
-pub struct RequestContext {
-    /// The authenticated user.
-    pub authenticated: UserInfo,
-    /// The impersonated user, when the request impersonates.
-    pub impersonated: Option<UserInfo>,
-    /// What the request asks to do.
-    pub info: RequestInfo,
-    /// Whether authorization allowed the request (audit annotation).
-    pub allowed: bool,
-    /// The authorization decision's reason (audit annotation).
-    pub reason: String,
-}
-
-impl RequestContext {
-    /// The user the request acts as (impersonated, else authenticated).
-    pub fn user(&self) -> &UserInfo {
-        self.impersonated.as_ref().unwrap_or(&self.authenticated)
-    }
-}
-
-/// A 403 for `user` asking `info`, with the authorizer's `reason` appended as `: reason`, in
-/// `responsewriters.Forbidden`'s format.
-pub fn forbidden(user: &str, info: &RequestInfo, reason: &str) -> ApiError {
-    let mut message = rbac::forbidden_message(user, info);
-    if !reason.is_empty() {
-        message = format!("{message}: {reason}");
-    }
-    ApiError::ForbiddenResource {
-        group: info.api_group.clone(),
-        resource: info.resource.clone(),
-        name: info.name.clone(),
-        message,
-    }
 }
 
 impl Auth {

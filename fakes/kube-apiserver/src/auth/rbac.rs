@@ -17,7 +17,8 @@ use serde_json::Value;
 
 use super::authn::MASTERS;
 use super::request_info::RequestInfo;
-use super::UserInfo;
+use super::user::UserInfo;
+use crate::status::ApiError;
 use crate::store::Store;
 
 const CLUSTER_ROLES: &str = "rbac.authorization.k8s.io/clusterroles";
@@ -241,6 +242,21 @@ pub fn forbidden_message(user: &str, info: &RequestInfo) -> String {
             "User {user:?} cannot {} resource {resource:?} in API group {:?} in the namespace {:?}",
             info.verb, info.api_group, info.namespace
         )
+    }
+}
+
+/// A 403 for `user` asking `info`, with the authorizer's `reason` appended as `: reason`, in
+/// `responsewriters.Forbidden`'s format.
+pub fn forbidden(user: &str, info: &RequestInfo, reason: &str) -> ApiError {
+    let mut message = forbidden_message(user, info);
+    if !reason.is_empty() {
+        message = format!("{message}: {reason}");
+    }
+    ApiError::ForbiddenResource {
+        group: info.api_group.clone(),
+        resource: info.resource.clone(),
+        name: info.name.clone(),
+        message,
     }
 }
 

@@ -1,57 +1,25 @@
 //! HTTP routing: authentication, discovery, OpenAPI and the resource paths
 //! (`/api/v1/...`, `/apis/{group}/{version}/...`, with `namespaces/{ns}/` and `/status`).
 
+mod app;
 mod objects;
+mod response;
 mod scale;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::response::{IntoResponse, Response};
 use http::{header, HeaderMap, Method, StatusCode, Uri};
 use serde_json::Value;
 
 use crate::auth::audit::AuditRecord;
-use crate::auth::{Auth, RequestContext};
+use crate::auth::RequestContext;
 use crate::discovery;
-use crate::openapi::OpenApi;
 use crate::status::ApiError;
-use crate::store::Store;
 
-/// Shared state of the HTTP handlers.
-pub struct App {
-    /// The object store (with the registry of served resources).
-    pub store: Arc<Store>,
-    /// OpenAPI documents and schemas.
-    pub openapi: Arc<OpenApi>,
-    /// Authentication, authorization and audit.
-    pub auth: Arc<Auth>,
-    /// `host:port` the server listens on, for `/api`.
-    pub server_address: String,
-}
-
-/// A parsed resource path.
-#[derive(Debug, Clone)]
-pub struct ResourcePath {
-    /// API group.
-    pub group: String,
-    /// API version.
-    pub version: String,
-    /// Namespace from the path.
-    pub namespace: Option<String>,
-    /// Plural resource.
-    pub plural: String,
-    /// Object name.
-    pub name: Option<String>,
-    /// Subresource (`status`).
-    pub subresource: Option<String>,
-    /// Legacy `/watch/` path prefix.
-    pub watch_prefix: bool,
-}
-
-/// Parsed query parameters (last value wins).
-pub type Query = HashMap<String, String>;
+pub use app::{parse_resource_path, App, Query, ResourcePath};
+pub use response::{json_response, streaming};
 
 fn parse_query(uri: &Uri) -> Query {
     uri.query()
@@ -61,51 +29,6 @@ fn parse_query(uri: &Uri) -> Query {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// JSON response with a status code.
-pub fn json_response(code: StatusCode, value: &Value) -> Response {
-    let body = serde_json::to_vec(value).unwrap_or_default();
-    (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
-
-/// Splits `/api/v1/...` or `/apis/{group}/{version}/...` into a [`ResourcePath`]; `None` for
-/// discovery paths and anything else.
-pub fn parse_resource_path(app: &App, path: &str) -> Option<ResourcePath> {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let (group, version, mut rest) = match segs.as_slice() {
-        ["api", version, rest @ ..] if !rest.is_empty() => ("", *version, rest),
-        ["apis", group, version, rest @ ..] if !rest.is_empty() => (*group, *version, rest),
-        _ => return None,
-    };
-    let mut watch_prefix = false;
-    if rest.first() == Some(&"watch") {
-        watch_prefix = true;
-        rest = &rest[1..];
-    }
-    let registry = &app.store.registry;
-    let namespaced_child = rest.len() >= 3
-        && rest[0] == "namespaces"
-        && registry
-            .find(group, version, rest[2])
-            .is_some_and(|r| r.namespaced);
-    let (namespace, rest) = if namespaced_child {
-        (Some(rest[1].to_string()), &rest[2..])
-    } else {
-        (None, rest)
-    };
-    if rest.is_empty() || rest.len() > 3 {
-        return None;
-    }
-    Some(ResourcePath {
-        group: group.to_string(),
-        version: version.to_string(),
-        namespace,
-        plural: rest[0].to_string(),
-        name: rest.get(1).map(|s| s.to_string()),
-        subresource: rest.get(2).map(|s| s.to_string()),
-        watch_prefix,
-    })
 }
 
 /// Handles one request (after TLS): authentication, impersonation and authorization (see
@@ -254,16 +177,4 @@ async fn route(
     let rp = parse_resource_path(app, path).ok_or(ApiError::NoRoute)?;
     let query = parse_query(uri);
     objects::dispatch(app, ctx, method, &rp, &query, headers, accept, body).await
-}
-
-/// A response body from a stream, for watches.
-pub fn streaming(
-    stream: impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static,
-) -> Response {
-    Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::CACHE_CONTROL, "no-cache, private")
-        .body(Body::from_stream(stream))
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }

@@ -9,7 +9,9 @@ use axum::response::Response;
 use http::{header, HeaderMap, Method, StatusCode};
 use serde_json::{json, Value};
 
-use super::{json_response, scale, streaming, App, Query, ResourcePath};
+use super::app::{App, Query, ResourcePath};
+use super::response::{json_response, streaming};
+use super::scale;
 use crate::admission;
 use crate::auth::{reviews, RequestContext};
 use crate::patch::{self, apply, PatchType};

@@ -13,7 +13,7 @@ use axum::body::Bytes;
 use http::{header, HeaderMap, Method, StatusCode};
 use serde_json::{json, Value};
 
-use super::json_response;
+use super::response::json_response;
 use crate::patch::{self, PatchType};
 use crate::registry::ResourceInfo;
 use crate::status::ApiError;

@@ -11,7 +11,7 @@
 
 use serde_json::{json, Value};
 
-use super::{age_col, col};
+use super::columns::{age_col, col};
 use crate::meta::age;
 
 /// Swagger descriptions kube-apiserver gives the apps/v1 columns (the printers' `Description`:

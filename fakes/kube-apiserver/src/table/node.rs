@@ -7,7 +7,7 @@
 
 use serde_json::{json, Value};
 
-use super::{age_col, col};
+use super::columns::{age_col, col};
 
 /// Columns after Name.
 pub fn columns() -> Vec<Value> {

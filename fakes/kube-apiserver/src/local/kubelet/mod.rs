@@ -10,7 +10,7 @@
 //!    change) and binds it (`pods/binding`, falling back to a merge patch of `spec.nodeName`,
 //!    leaving it unset if the server refuses both);
 //! 2. picks a random bindable Pod IP from its Node's `spec.podCIDR` and starts an
-//!    [`echo::EchoServer`] on every TCP container port (the image's own port when a container
+//!    [`super::echo::EchoServer`] on every TCP container port (the image's own port when a container
 //!    declares none) (HTTPS for ports named `https*` or listed
 //!    in `local.gclb-operator.dev/tls-ports`); `status.hostIP` is the Node's InternalIP;
 //! 3. runs each container's readinessProbe ([`super::probe`]) and writes `status` with a
@@ -25,6 +25,7 @@
 //!    `local.gclb-operator.dev/on-sigterm: exit`), then deletes the Pod with
 //!    `gracePeriodSeconds: 0` (uid precondition), as the kubelet does once containers are gone.
 
+mod context;
 mod pod_worker;
 pub mod termination;
 
@@ -32,76 +33,20 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ObjectReference, Pod};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::{watcher, WatchStreamExt};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Api, Client, ResourceExt};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::annotations::RunMode;
-use super::echo;
 use super::node_set::{LocalNode, NodeSet};
 use super::user_command::ImageCommands;
 
+use context::{publish_events, Kubelet};
+pub use context::{KubeletError, FIELD_MANAGER};
 pub use termination::{grace_period_seconds, pre_stop_delay};
-
-/// The field manager of the kubelet's writes.
-pub const FIELD_MANAGER: &str = "kubelet";
-
-/// Errors starting a local Pod.
-#[derive(Debug, thiserror::Error)]
-pub enum KubeletError {
-    /// No Pod IP could be allocated.
-    #[error("Pod {pod}: {source}")]
-    PodIp {
-        /// `namespace/name`.
-        pod: String,
-        /// The allocation error.
-        source: super::pod_ip::PodIpError,
-    },
-    /// A container port could not be served.
-    #[error(transparent)]
-    Echo(#[from] echo::EchoError),
-    /// A user's program mapped to an image could not start.
-    #[error(transparent)]
-    UserCommand(#[from] super::user_command::UserCommandError),
-}
-
-struct Kubelet {
-    client: Client,
-    /// Images run as a user's program.
-    commands: Arc<ImageCommands>,
-    /// How long a status write lags what caused it ([`super::LocalOptions`]).
-    status_delay: std::time::Duration,
-    /// Events to publish, drained by one task so Pod workers never wait on the API.
-    events: mpsc::UnboundedSender<(ObjectReference, Event)>,
-}
-
-impl Kubelet {
-    fn record(&self, pod: &Pod, type_: EventType, reason: &str, action: &str, note: String) {
-        let event = Event {
-            type_,
-            reason: reason.to_string(),
-            note: Some(note),
-            action: action.to_string(),
-            secondary: None,
-        };
-        let _ = self.events.send((pod.object_ref(&()), event));
-    }
-}
-
-/// Publishes the kubelet's Events (events.k8s.io/v1, reporting controller `kubelet`).
-async fn publish_events(
-    recorder: Recorder,
-    mut events: mpsc::UnboundedReceiver<(ObjectReference, Event)>,
-) {
-    while let Some((reference, event)) = events.recv().await {
-        if let Err(error) = recorder.publish(&event, &reference).await {
-            tracing::debug!(%error, reason = %event.reason, "cannot publish kubelet Event");
-        }
-    }
-}
 
 struct Worker {
     updates: watch::Sender<Arc<Pod>>,

@@ -22,8 +22,8 @@ use super::super::node_set::LocalNode;
 use super::super::pod_status::{self, LocalPodState};
 use super::super::probe::{self, ProbeSpec, ProbeState};
 use super::super::user_command::{self, ImageCommands, UserProcess};
+use super::context::{Kubelet, KubeletError, FIELD_MANAGER};
 use super::termination::{finish_deletion, termination_deadline};
-use super::{Kubelet, KubeletError, FIELD_MANAGER};
 
 /// What runs for one Pod.
 struct Running {

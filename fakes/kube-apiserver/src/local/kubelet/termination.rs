@@ -8,8 +8,6 @@ use kube::api::{DeleteParams, Preconditions};
 use kube::{Api, ResourceExt};
 use tokio::time::Instant;
 
-use super::pod_worker::containers;
-
 /// When to stop serving after the deletion was seen: at the end of the grace period, or right
 /// after the preStop hook for applications that exit on SIGTERM.
 pub(super) fn termination_deadline(pod: &Pod, exit_on_sigterm: bool) -> Instant {
@@ -40,8 +38,9 @@ pub fn grace_period_seconds(pod: &Pod) -> u64 {
 /// `N` of `sleep N` in a preStop exec command (the only command emulated).
 pub fn pre_stop_delay(pod: &Pod) -> Duration {
     let pattern = regex::Regex::new(r"(?:^|[\s;&|])sleep\s+(\d+(?:\.\d+)?)").ok();
-    containers(pod)
+    pod.spec
         .iter()
+        .flat_map(|s| &s.containers)
         .filter_map(|c| c.lifecycle.as_ref()?.pre_stop.as_ref())
         .filter_map(|hook| {
             if let Some(sleep) = &hook.sleep {

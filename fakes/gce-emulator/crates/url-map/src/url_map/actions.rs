@@ -8,8 +8,16 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::compiler::{arr, s, Compiler};
 use super::header_action::HeaderAction;
-use super::{arr, s, Compiler};
+
+/// What a rule routes to: its action, the rule's name, and the path prefix it matched.
+#[derive(Debug)]
+pub(super) struct Target {
+    pub(super) action: RouteAction,
+    pub(super) rule: String,
+    pub(super) matched_prefix: String,
+}
 
 /// What a matched rule does with a request.
 #[derive(Debug, Clone)]

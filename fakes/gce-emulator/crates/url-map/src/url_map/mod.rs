@@ -13,6 +13,7 @@
 //!   allows); route actions may carry `headerAction`, `timeout` and `requestMirrorPolicy`;
 
 mod actions;
+mod compiler;
 pub mod header_action;
 mod hosts;
 mod matches;
@@ -24,54 +25,20 @@ mod trace;
 
 use std::collections::HashMap;
 
-use http::HeaderMap;
 use serde_json::Value;
 
+use self::actions::Target;
 pub use self::actions::{
     redirect_location, redirect_status, rewrite_path, Forward, Redirect, RouteAction, UrlRewrite,
 };
+use self::compiler::{arr, s, Compiler};
+pub use self::compiler::{RequestView, ServiceResolver, UrlMapError};
 use self::hosts::*;
 use self::matches::*;
 pub use self::paths::normalize_path;
 use self::paths::*;
 use self::route_rules::*;
 pub use self::trace::{RouteTrace, TriedRule};
-
-/// Errors compiling a URL map. Each names the field at fault.
-#[derive(Debug, thiserror::Error)]
-pub enum UrlMapError {
-    /// A `regexMatch` is not a valid RE2 expression.
-    #[error("urlMap {url_map}: {field}: invalid regular expression {regex:?}: {source}")]
-    Regex {
-        url_map: String,
-        field: String,
-        regex: String,
-        #[source]
-        source: Box<regex::Error>,
-    },
-    /// A host rule names a path matcher that does not exist.
-    #[error("urlMap {url_map}: hostRules[{index}].pathMatcher names missing path matcher {name:?}; add it to pathMatchers or fix the name")]
-    MissingPathMatcher {
-        url_map: String,
-        index: usize,
-        name: String,
-    },
-}
-
-/// The parts of a request routing looks at.
-#[derive(Debug, Clone, Copy)]
-pub struct RequestView<'a> {
-    /// Request method (`GET`), for `:method` header matches.
-    pub method: &'a str,
-    /// Host without port, as sent (matched case-insensitively).
-    pub host: &'a str,
-    /// Path, without query.
-    pub path: &'a str,
-    /// Query string without `?`, if any.
-    pub query: Option<&'a str>,
-    /// Request headers.
-    pub headers: &'a HeaderMap,
-}
 
 /// The result of routing one request.
 #[derive(Debug, Clone, Copy)]
@@ -84,38 +51,12 @@ pub struct Route<'a> {
     pub matched_prefix: &'a str,
 }
 
-#[derive(Debug)]
-struct Target {
-    action: RouteAction,
-    rule: String,
-    matched_prefix: String,
-}
-
 /// A compiled URL map. Cheap to query: hash lookups and short scans, no allocation.
 #[derive(Debug)]
 pub struct UrlMapTable {
     hosts: HostTable,
     matchers: Vec<PathMatcher>,
     default: Target,
-}
-
-/// Maps a service reference (full URL) to a backend service index, or explains why it cannot.
-pub type ServiceResolver<'a> = dyn FnMut(&str) -> Result<usize, String> + 'a;
-
-struct Compiler<'r, 'a> {
-    url_map: String,
-    resolve: &'r mut ServiceResolver<'a>,
-}
-
-fn s<'v>(v: &'v Value, field: &str) -> Option<&'v str> {
-    v.get(field).and_then(Value::as_str)
-}
-
-fn arr<'v>(v: &'v Value, field: &str) -> &'v [Value] {
-    v.get(field)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
 }
 
 impl UrlMapTable {
