@@ -21,7 +21,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use super::deployment_util::pod_template_hash;
-use super::replica_set::{controller_ref, controller_uid};
+use super::owner_refs::{controller_ref, controller_uid};
 
 /// The label naming a Pod's revision: the ControllerRevision's name on StatefulSet Pods, its
 /// hash on DaemonSet Pods (as upstream labels them).

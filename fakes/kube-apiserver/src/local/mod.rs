@@ -32,6 +32,7 @@ pub mod node_agent;
 pub mod node_fit;
 pub mod node_set;
 pub mod nodes;
+pub mod owner_refs;
 pub mod pod_claims;
 pub mod pod_ip;
 pub mod pod_status;

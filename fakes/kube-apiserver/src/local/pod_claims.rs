@@ -19,7 +19,7 @@ use kube::runtime::reflector::Store;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use super::replica_set::controller_uid;
+use super::owner_refs::controller_uid;
 
 /// `metav1.LabelSelectorAsSelector(...).Matches`: every `matchLabels` pair and every
 /// `matchExpressions` requirement (`In`, `NotIn`, `Exists`, `DoesNotExist`) holds. An empty

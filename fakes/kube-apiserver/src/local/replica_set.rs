@@ -32,6 +32,7 @@ use serde_json::json;
 
 use super::deployment_util::{self as util, is_pod_active, is_pod_available};
 use super::expectations::{version_of, Expectations, Expected};
+use super::owner_refs::{controller_ref, controller_uid};
 use super::pod_claims;
 
 /// The field manager and Event reporter of this controller.
@@ -58,27 +59,6 @@ pub struct Context {
     pods: Store<Pod>,
     expectations: Expectations,
     recorder: Recorder,
-}
-
-/// The uid of an object's controlling owner.
-pub fn controller_uid(meta: &ObjectMeta) -> Option<&str> {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))
-        .map(|r| r.uid.as_str())
-}
-
-/// The owner reference a controller puts on what it creates.
-pub fn controller_ref<K: Resource<DynamicType = ()>>(owner: &K) -> OwnerReference {
-    OwnerReference {
-        api_version: K::api_version(&()).to_string(),
-        kind: K::kind(&()).to_string(),
-        name: owner.meta().name.clone().unwrap_or_default(),
-        uid: owner.meta().uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
 }
 
 /// Runs the controller until the future is dropped.

@@ -44,7 +44,8 @@ use serde_json::json;
 use super::controller_history::{self as history, Revision, CONTROLLER_REVISION_HASH};
 use super::deployment_util::{self as util, is_pod_available};
 use super::expectations::{version_of, Expectations, Expected};
-use super::replica_set::{controller_ref, owned_pods};
+use super::owner_refs::controller_ref;
+use super::replica_set::owned_pods;
 
 /// The field manager and Event reporter of this controller.
 pub const CONTROLLER_NAME: &str = "statefulset-controller";

@@ -37,7 +37,7 @@ use serde_json::json;
 
 use super::deployment_util::{self as util, POD_TEMPLATE_HASH, REVISION};
 use super::expectations::{version_of, Expectations, Expected};
-use super::replica_set::{controller_ref, controller_uid};
+use super::owner_refs::{controller_ref, controller_uid};
 
 /// The field manager and Event reporter of this controller.
 pub const CONTROLLER_NAME: &str = "deployment-controller";
