@@ -187,3 +187,63 @@ fn url_map_update_keeps_the_scheme_of_the_forwarding_rules_serving_it() {
     let body = json!({"name": "managed", "defaultService": format!("{G}/backendServices/classic")});
     methods::update(&mut s, &t, body.to_string().as_bytes(), false, RANGE).unwrap();
 }
+
+/// A URL map whose one path matcher has a route rule with `matches` (a `matchRules` entry).
+fn regex_map(name: &str, service: &str, matches: Value) -> Value {
+    json!({"name": name, "defaultService": service,
+        "hostRules": [{"hosts": ["*"], "pathMatcher": "m"}],
+        "pathMatchers": [{"name": "m", "defaultService": service,
+            "routeRules": [{"priority": 1, "matchRules": [matches], "service": service}]}]})
+}
+
+#[test]
+fn regex_match_only_where_the_reference_allows_it() {
+    let mut s = state();
+    ok(
+        &mut s,
+        Scope::Global,
+        "backendServices",
+        json!({"name": "mesh", "loadBalancingScheme": "INTERNAL_SELF_MANAGED"}),
+    );
+    let managed = format!("{G}/backendServices/managed");
+    // Global EXTERNAL_MANAGED: path, header and query regexMatch refused, the field named.
+    for (matches, field) in [
+        (
+            json!({"regexMatch": "/items/[0-9]+"}),
+            "resource.pathMatchers[0].routeRules[0].matchRules[0].regexMatch",
+        ),
+        (
+            json!({"prefixMatch": "/", "headerMatches": [{"headerName": "x-v", "regexMatch": "v[0-9]"}]}),
+            "resource.pathMatchers[0].routeRules[0].matchRules[0].headerMatches[0].regexMatch",
+        ),
+        (
+            json!({"prefixMatch": "/", "queryParameterMatches": [{"name": "q", "regexMatch": "a+"}]}),
+            "resource.pathMatchers[0].routeRules[0].matchRules[0].queryParameterMatches[0].regexMatch",
+        ),
+    ] {
+        assert_refused(
+            insert(&mut s, Scope::Global, "urlMaps", regex_map("gx", &managed, matches)),
+            field,
+            "Regular expressions can only be used when the loadBalancingScheme is set to INTERNAL_SELF_MANAGED, EXTERNAL_MANAGED (regional scope) or INTERNAL_MANAGED.",
+        );
+    }
+    let path_regex = json!({"regexMatch": "/items/[0-9]+"});
+    // Regional EXTERNAL_MANAGED and INTERNAL_MANAGED, global INTERNAL_SELF_MANAGED: accepted.
+    for (name, service) in [
+        ("rx", format!("{R}/backendServices/rxlb")),
+        ("ri", format!("{R}/backendServices/ilb")),
+    ] {
+        ok(
+            &mut s,
+            Scope::Regional,
+            "urlMaps",
+            regex_map(name, &service, path_regex.clone()),
+        );
+    }
+    ok(
+        &mut s,
+        Scope::Global,
+        "urlMaps",
+        regex_map("td", &format!("{G}/backendServices/mesh"), path_regex),
+    );
+}
