@@ -12,12 +12,15 @@
 //! - `kubernetes.io/ingress.regional-static-ip-name` naming a global address gives a Warning
 //!   naming the annotation with the command that reserves the regional one; once run, the
 //!   Ingress moves to that address;
+//! - with a TLS Secret and a FrontendConfig `redirectToHttps`, HTTP on that address answers 301
+//!   to `https://` and HTTPS serves the request (the regional HTTP-to-HTTPS redirect);
 //! - deleting either Ingress leaves the other serving; with both gone no regional resource and
 //!   no NEG remains.
 
 mod support;
 
 use anyhow::{Context, Result};
+use base64::Engine;
 use serde_json::Value;
 use support::regional::REGION;
 use support::*;
@@ -36,9 +39,73 @@ fn ingress_ip(sys: &System) -> Result<Option<String>> {
         .map(str::to_string))
 }
 
+/// The regional Ingress with a TLS Secret, `regional-static-ip-name: regional-ip` and a
+/// FrontendConfig `redirectToHttps`, on the reserved address `ip`: `GET http://.../products`
+/// answers 301 with `Location: https://your-store.example/products` (Google's regional external
+/// Application Load Balancer: a regional URL map with `defaultUrlRedirect.httpsRedirect` behind
+/// the port-80 rule on the same address), and HTTPS on port 443 serves `my-products` with the
+/// Secret's certificate.
+fn https_with_redirect(sys: &System, ip: &str) -> Result<()> {
+    let (crt, key, der) = support::tls::self_signed(HOST)?;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let ingress = regional_ingress()
+        .replace(
+            "    kubernetes.io/ingress.class: gce-regional-external\n",
+            "    kubernetes.io/ingress.class: gce-regional-external\n    kubernetes.io/ingress.regional-static-ip-name: regional-ip\n    networking.gke.io/v1beta1.FrontendConfig: to-https\n",
+        )
+        .replace("spec:\n", "spec:\n  tls:\n  - secretName: store-tls\n");
+    sys.apply(&format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: store-tls}}\ntype: kubernetes.io/tls\ndata:\n  tls.crt: {}\n  tls.key: {}\n---\napiVersion: networking.gke.io/v1beta1\nkind: FrontendConfig\nmetadata: {{name: to-https}}\nspec:\n  redirectToHttps: {{enabled: true}}\n---\n{ingress}",
+        b64(&crt),
+        b64(&key)
+    ))?;
+    let http = sys.wait_for_listener(ip, 80)?;
+    let client = reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(0)
+        .build()?;
+    wait_for("a 301 to https on the regional HTTP rule", DEADLINE, || {
+        let r = client
+            .get(format!("http://{http}/products?x=1"))
+            .header("host", HOST)
+            .send()?;
+        let status = r.status().as_u16();
+        let location = r
+            .headers()
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        if status == 301 && location == format!("https://{HOST}/products?x=1") {
+            Ok(Some(()))
+        } else {
+            Err(anyhow::anyhow!("got {status} Location {location:?}"))
+        }
+    })
+    .with_context(|| sys.logs())?;
+    let https = wait_for(&format!("a listener on {ip}:443"), DEADLINE, || {
+        sys.listener_for(ip, 443)
+    })
+    .with_context(|| sys.logs())?;
+    wait_for("HTTPS served by my-products", DEADLINE, || {
+        let (leaf, response) = support::tls::https_get(&https, HOST, "/products")?;
+        if response.starts_with("HTTP/1.1 200") && response.contains("products-") && leaf == der {
+            Ok(Some(()))
+        } else {
+            Err(anyhow::anyhow!(
+                "got {}",
+                response.chars().take(200).collect::<String>()
+            ))
+        }
+    })
+    .with_context(|| sys.logs())?;
+    Ok(())
+}
+
 #[test]
 fn regional_external_ingress_beside_a_global_one_on_the_same_services() -> Result<()> {
     let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
+    sys.apply_crds()?;
     sys.apply_path(&repo_root().join("docs/examples"))?;
     sys.apply(&regional_ingress())?;
     sys.start_operator(&[])?;
@@ -117,6 +184,10 @@ fn regional_external_ingress_beside_a_global_one_on_the_same_services() -> Resul
     .with_context(|| sys.logs())?;
     let regional = sys.wait_for_listener(&reserved, 80)?;
     sys.wait_for_response(&regional, HOST, "/products", 200, "products-")?;
+
+    // 4b. HTTPS and FrontendConfig redirectToHttps on the reserved address: the regional HTTP
+    //     rule answers 301 to https://, and the regional HTTPS rule serves the request.
+    https_with_redirect(&sys, &reserved)?;
 
     // 5. Deleting the regional Ingress leaves the global one serving and nothing regional.
     sys.kubectl_ok(&["delete", "ingress", "regional", "--wait=true"])?;

@@ -11,8 +11,10 @@
 //! Matches: `Exact` -> `fullPathMatch`; `PathPrefix /p` -> `fullPathMatch /p` and
 //! `prefixMatch /p/` (element-wise prefix: `/p` matches `/p` and `/p/x`, not `/px`), two route
 //! rules so that prefix rewrites and redirects replace the right part; `RegularExpression` ->
-//! `regexMatch`; headers and query parameters -> `headerMatches`/`queryParameterMatches`
-//! (`exactMatch` or `regexMatch`); `method` -> a header match on `:method`.
+//! `regexMatch` where the class's scheme has it (not on the global EXTERNAL_MANAGED load
+//! balancer: `UnsupportedValue`, [`check_supported`]); headers and query parameters ->
+//! `headerMatches`/`queryParameterMatches` (`exactMatch` or `regexMatch`); `method` -> a header
+//! match on `:method`.
 //!
 //! Filters: RequestHeaderModifier/ResponseHeaderModifier -> `headerAction` (backendRef filters
 //! -> `weightedBackendServices[].headerAction`); RequestRedirect -> `urlRedirect` (scheme,
@@ -36,7 +38,7 @@ use super::api::httproutes::{
 };
 use super::backend_refs::ResolvedRule;
 use super::inputs::RouteInfo;
-use crate::translate::namer;
+use crate::translate::{namer, ncp};
 
 /// Largest weight a Compute `weightedBackendServices` entry takes.
 const MAX_COMPUTE_WEIGHT: u64 = 1000;
@@ -52,8 +54,58 @@ pub struct HostRoute<'a> {
     pub rules: &'a [ResolvedRule],
 }
 
-/// Why a route cannot be programmed (`Accepted=False, UnsupportedValue`), or `Ok`.
-pub fn check_supported(route: &HttpRoute) -> Result<(), String> {
+/// The load balancer every GatewayClass of this controller builds: `(loadBalancingScheme,
+/// regional)`: a global external Application Load Balancer (`urlMaps`, EXTERNAL_MANAGED backend
+/// services and forwarding rules: `ports.rs`, `backend_refs.rs`).
+pub const CLASS_SCHEME: (&str, bool) = ("EXTERNAL_MANAGED", false);
+
+/// The field of the first `RegularExpression` match (path, header or query parameter) of
+/// `route`: `spec.rules[0].matches[1].headers[0]`.
+fn first_regex_match(route: &HttpRoute) -> Option<String> {
+    for (i, rule) in route.spec.rules.iter().flatten().enumerate() {
+        for (j, m) in rule.matches.iter().flatten().enumerate() {
+            let at = format!("spec.rules[{i}].matches[{j}]");
+            if m.path.as_ref().and_then(|p| p.r#type.as_ref())
+                == Some(&HttpRouteRulesMatchesPathType::RegularExpression)
+            {
+                return Some(format!("{at}.path"));
+            }
+            if let Some(k) =
+                m.headers.iter().flatten().position(|h| {
+                    h.r#type == Some(HttpRouteRulesMatchesHeadersType::RegularExpression)
+                })
+            {
+                return Some(format!("{at}.headers[{k}]"));
+            }
+            if let Some(k) = m.query_params.iter().flatten().position(|q| {
+                q.r#type == Some(HttpRouteRulesMatchesQueryParamsType::RegularExpression)
+            }) {
+                return Some(format!("{at}.queryParams[{k}]"));
+            }
+        }
+    }
+    None
+}
+
+/// Why a route cannot be programmed on a load balancer of `scheme` (`(loadBalancingScheme,
+/// regional)`, [`CLASS_SCHEME`] for this controller's classes): `Accepted=False,
+/// UnsupportedValue` with a message naming the field, or `Ok`. `RegularExpression` matches
+/// need the URL map's `regexMatch`, which the Compute API accepts only on the schemes of
+/// [`ncp::regex_supported`] ("Regular expressions can only be used when the loadBalancingScheme
+/// is set to INTERNAL_SELF_MANAGED, EXTERNAL_MANAGED (regional scope) or INTERNAL_MANAGED",
+/// Compute API v1 reference, `HttpRouteRuleMatch.regexMatch`), so not on the global external
+/// Application Load Balancer; GKE's GatewayClass capabilities page likewise lists per class
+/// which match types its Gateway controller programs.
+pub fn check_supported(route: &HttpRoute, scheme: (&str, bool)) -> Result<(), String> {
+    if !ncp::regex_supported(scheme.0, scheme.1) {
+        if let Some(field) = first_regex_match(route) {
+            let scope = if scheme.1 { "regional" } else { "global" };
+            return Err(format!(
+                "{field}: RegularExpression matches are not supported by this GatewayClass: its {scope} load balancer (loadBalancingScheme {}) has no URL map regexMatch (the Compute API accepts regular expressions only with INTERNAL_SELF_MANAGED, regional EXTERNAL_MANAGED or INTERNAL_MANAGED); use Exact or PathPrefix path matches and Exact header and query parameter matches",
+                scheme.0
+            ));
+        }
+    }
     for (i, rule) in route.spec.rules.iter().flatten().enumerate() {
         let mut mirrors = 0;
         for f in rule.filters.iter().flatten() {

@@ -428,3 +428,66 @@ spec:
     let c = route_cond(&t, RouteKind::Http, "cross", "ResolvedRefs");
     assert_eq!((c.status, c.reason), (false, "RefNotPermitted"));
 }
+
+/// `RegularExpression` matches need Compute's `regexMatch`, which the global EXTERNAL_MANAGED
+/// load balancer of this controller's classes does not accept (Compute API reference,
+/// `HttpRouteRuleMatch.regexMatch`): the route is `Accepted=False, UnsupportedValue` naming the
+/// field and builds no route rule; a regional EXTERNAL_MANAGED scheme would take it.
+#[test]
+fn regular_expression_matches_are_unsupported_on_the_global_external_class() {
+    let t = run(&format!(
+        r#"{TLS_GATEWAY}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: regex-path}}
+spec:
+  parentRefs: [{{name: gw}}]
+  hostnames: [a.example.com]
+  rules:
+  - matches: [{{path: {{type: PathPrefix, value: /ok}}}}, {{path: {{type: RegularExpression, value: "/items/[0-9]+"}}}}]
+    backendRefs: [{{name: web-v1, port: 80}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: regex-header}}
+spec:
+  parentRefs: [{{name: gw}}]
+  hostnames: [b.example.com]
+  rules:
+  - matches: [{{headers: [{{type: RegularExpression, name: x-v, value: "v[0-9]"}}]}}]
+    backendRefs: [{{name: web-v1, port: 80}}]
+---
+{}"#,
+        services(&["web-v1"])
+    ));
+    for (name, field) in [
+        ("regex-path", "spec.rules[0].matches[1].path"),
+        ("regex-header", "spec.rules[0].matches[0].headers[0]"),
+    ] {
+        let c = route_cond(&t, RouteKind::Http, name, "Accepted");
+        assert_eq!((c.status, c.reason), (false, "UnsupportedValue"), "{name}");
+        assert!(
+            c.message.starts_with(&format!(
+                "{field}: RegularExpression matches are not supported"
+            )) && c.message.contains("EXTERNAL_MANAGED"),
+            "{name}: {}",
+            c.message
+        );
+    }
+    let gw = &t.gateways[&ObjectKey::new("default", "gw")];
+    let Some(PortTarget::Http { url_map, .. }) = gw.desired.ports.get(&80).map(|p| &p.target)
+    else {
+        panic!("no HTTP port");
+    };
+    let text = serde_json::to_string(url_map).unwrap();
+    assert!(!text.contains("regexMatch"), "{text}");
+    // The same route on a scheme that has regexMatch is accepted.
+    let route: super::api::httproutes::HttpRoute = serde_yaml::from_str(
+        "metadata: {name: r}\nspec:\n  rules: [{matches: [{path: {type: RegularExpression, value: /x}}]}]\n",
+    )
+    .unwrap();
+    let check = super::http_routes::check_supported;
+    assert!(check(&route, ("EXTERNAL_MANAGED", true)).is_ok());
+    assert!(check(&route, ("EXTERNAL_MANAGED", false)).is_err());
+}

@@ -9,7 +9,7 @@ use super::attach::{attach, AttachedRoute};
 use super::backend_refs::{backend_header_action, resolve_ref, BackendSet, Ref, ResolvedRule};
 use super::conditions::{reasons, types, Cond};
 use super::desired::{AddressPlan, DesiredGateway};
-use super::http_routes::check_supported;
+use super::http_routes::{check_supported, CLASS_SCHEME};
 use super::inputs::{GatewayInputs, RouteInfo, RouteKind};
 use super::listeners::{self, ListenerPlan};
 use super::namer::GatewayNamer;
@@ -98,7 +98,7 @@ pub fn translate(inputs: &GatewayInputs, config: &GatewayConfig) -> Translation 
             RouteKind::Http => inputs
                 .http_routes
                 .get(&route.key)
-                .map(|r| check_supported(r))
+                .map(|r| check_supported(r, CLASS_SCHEME))
                 .unwrap_or(Ok(())),
             RouteKind::Tls => Ok(()),
         };

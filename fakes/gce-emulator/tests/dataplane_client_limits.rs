@@ -3,7 +3,8 @@
 //! connection is closed, an endpoint that never answers gets 504 after the backend service's
 //! `timeoutSec` and one that resets the connection 502, both as Google's error page; and the
 //! real binary holds 10,000 idle client connections (started with the soft open-files limit of
-//! 1024 many systems give, which it raises itself), reporting its memory.
+//! 1024 many systems give, which it raises itself), reporting its memory. An endpoint that
+//! answers in HTTP/1.0 does not change the version of the load balancer's status line.
 
 mod dataplane_support;
 mod raw_backend;
@@ -228,6 +229,57 @@ async fn hanging_endpoint_504_and_resetting_endpoint_502_as_googles_error_page()
         assert!(
             text.contains(&format!("statusDetails: {detail}:")),
             "{host}: {text}"
+        );
+    }
+}
+
+/// A listener that answers every request as an HTTP/1.0 server does (`HTTP/1.0 200 OK`, a
+/// `Content-Length`, then close).
+async fn http10_endpoint() -> std::net::SocketAddr {
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = tcp.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = tcp.accept().await {
+            tokio::spawn(async move {
+                let _ = read_until(&mut s, |t| t.contains("\r\n\r\n")).await;
+                let answer = "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nhttp10";
+                let _ = s.write_all(answer.as_bytes()).await;
+                let _ = s.shutdown().await;
+            });
+        }
+    });
+    addr
+}
+
+/// RFC 9110 section 6.2: an intermediary sends its own HTTP-version in forwarded messages. The
+/// load balancer speaks HTTP/1.1 (its `Via: 1.1 google` says so), so an HTTP/1.1 client gets
+/// `HTTP/1.1 200 OK` even from an HTTP/1.0 endpoint. An HTTP/1.0 client is answered in
+/// HTTP/1.0: hyper, the codec, speaks the older version to a peer that announced it (the
+/// downgrade section 6.2 allows), whatever the endpoint spoke.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_line_carries_the_load_balancers_version_not_the_endpoints() {
+    let old = http10_endpoint().await;
+    let mut w = world(Duration::from_secs(60));
+    w.service("old", None, &[old], json!({}));
+    w.http_lb("lb", lb_ip(), json!({"defaultService": bs("old")}));
+    w.publish();
+    let front = w.listener("lb").await.local_addr;
+    for (client_version, want) in [
+        ("HTTP/1.1", "HTTP/1.1 200 OK"),
+        ("HTTP/1.0", "HTTP/1.0 200 OK"),
+    ] {
+        let mut s = TcpStream::connect(front).await.unwrap();
+        let req = format!("GET / {client_version}\r\nHost: h.example\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let got = read_until(&mut s, |t| t.ends_with("http10")).await;
+        let status_line = got.split("\r\n").next().unwrap_or("");
+        assert_eq!(
+            status_line, want,
+            "{client_version} client, HTTP/1.0 endpoint: {got}"
+        );
+        assert!(
+            got.to_ascii_lowercase().contains("\r\nvia: 1.1 google\r\n"),
+            "{got}"
         );
     }
 }

@@ -1,9 +1,10 @@
 //! The regional (internal or regional external) Application Load Balancer of one Ingress
 //! (`translate::regional`), as a graph like [`super::ingress`]'s: per backend the regional
 //! health check beside its zonal NEGs (shared with external Ingresses of the same Service port),
-//! then the regional backend service beside the NEGs' endpoints; then the regional URL map and
-//! certificates, the regional target proxies, and the INTERNAL_MANAGED / EXTERNAL_MANAGED
-//! forwarding rules (HTTPS on the HTTP rule's IP, or both on the reserved regional address).
+//! then the regional backend service beside the NEGs' endpoints; then the regional URL map (and
+//! the regional external class's HTTP-to-HTTPS redirect map) and certificates, the regional
+//! target proxies, and the INTERNAL_MANAGED / EXTERNAL_MANAGED forwarding rules (HTTPS on the
+//! HTTP rule's IP, or both on the reserved regional address).
 //!
 //! Before anything is created, [`check_preconditions`] looks for the region's proxy-only subnet
 //! and a firewall rule admitting its range (`translate::proxy_only_subnet`).
@@ -133,6 +134,11 @@ pub async fn sync_internal(
     if let Some(um) = &f.url_map {
         Box::pin(region_url_maps::ensure(compute, region, um, changes)).await?;
     }
+    // The regional external class's HTTP-to-HTTPS redirect map, before the HTTP proxy that
+    // points at it.
+    if let Some(rm) = &f.redirect_url_map {
+        Box::pin(region_url_maps::ensure(compute, region, rm, changes)).await?;
+    }
     for cert in &f.ssl_certificates {
         Box::pin(region_ssl_certificates::ensure(
             compute, region, cert, changes,
@@ -216,6 +222,18 @@ pub async fn sync_internal(
         ))
         .await?;
     }
+    // A redirect map no longer wanted, once the HTTP proxy (above) points elsewhere; looked up
+    // first, as a DELETE of something absent still counts against the write quota.
+    let rm = namer.redirect_url_map();
+    let unwanted_redirect = f.redirect_url_map.is_none()
+        && compute
+            .get_region_url_map(region, &rm)
+            .await
+            .map_err(|e| SyncError::compute(region_url_maps::KIND, &rm, e))?
+            .is_some();
+    if unwanted_redirect {
+        Box::pin(region_url_maps::delete(compute, region, &rm, changes)).await?;
+    }
     let keep: Vec<&str> = f
         .ssl_certificates
         .iter()
@@ -263,13 +281,9 @@ pub async fn delete_internal_frontend(
         changes,
     ))
     .await?;
-    Box::pin(region_url_maps::delete(
-        compute,
-        region,
-        &namer.url_map(),
-        changes,
-    ))
-    .await?;
+    for name in [namer.url_map(), namer.redirect_url_map()] {
+        Box::pin(region_url_maps::delete(compute, region, &name, changes)).await?;
+    }
     Box::pin(region_ssl_certificates::delete_stale(
         compute,
         region,
@@ -397,7 +411,9 @@ pub async fn delete_regional_garbage(
         (c, r)
     })
     .await?;
-    let names = stale(&c.url_maps, |n| live.stale_frontend("um", n));
+    let names = stale(&c.url_maps, |n| {
+        live.stale_frontend("um", n) || live.stale_frontend("rm", n)
+    });
     delete_each(names, changes, |name| async move {
         let mut c = Changes::new();
         let r = Box::pin(region_url_maps::delete(compute, region, &name, &mut c)).await;

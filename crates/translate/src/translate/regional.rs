@@ -21,9 +21,17 @@
 //! What a regional load balancer cannot do, or what this operator does not build on one, is
 //! refused with a [`TranslateError::UnsupportedOnRegional`] naming the feature (nothing is
 //! built), per the "What works where" table: for both classes Cloud CDN, a Cloud Armor (global)
-//! security policy, `ncp/whitelist-source-range`, Google-managed certificates, the HTTP-to-HTTPS
-//! redirect, a global static IP, an SSL policy (global) and HTTP/3; for the regional external
-//! class also IAP (ingress-gce rejects CDN and IAP there, inventory §2).
+//! security policy, `ncp/whitelist-source-range`, Google-managed certificates, a global static
+//! IP, an SSL policy (global) and HTTP/3; for the regional external class also IAP (ingress-gce
+//! rejects CDN and IAP there, inventory §2); for the internal class the HTTP-to-HTTPS redirect.
+//!
+//! The regional external class builds FrontendConfig `redirectToHttps` (and
+//! `ncp/http-redirect`) as Google documents for the regional external Application Load Balancer
+//! ("Set up an HTTP-to-HTTPS redirect for regional external Application Load Balancers"): the
+//! redirect URL map `k8s2-rm-` moves to `regionUrlMaps` (a `defaultUrlRedirect` with
+//! `httpsRedirect`, no backend service), the regional target HTTP proxy points at it, and the
+//! HTTP forwarding rule on port 80 shares the HTTPS rule's address, which on a regional load
+//! balancer is the reserved address of `kubernetes.io/ingress.regional-static-ip-name`.
 
 use google_cloud_compute_v1::model;
 use google_cloud_compute_v1::model::{backend_service, forwarding_rule};
@@ -219,6 +227,14 @@ pub fn regionalize(
     }
     let f = &mut desired.frontend;
     f.url_map = f.url_map.as_ref().map(|m| moved(m, project, region));
+    // The regional external class's HTTP-to-HTTPS redirect: a regional URL map with
+    // `defaultUrlRedirect.httpsRedirect` behind the regional target HTTP proxy, whose
+    // forwarding rule shares the HTTPS rule's (reserved regional) address ("Set up an
+    // HTTP-to-HTTPS redirect for regional external Application Load Balancers").
+    f.redirect_url_map = f
+        .redirect_url_map
+        .as_ref()
+        .map(|m| moved(m, project, region));
     f.target_http_proxy = f
         .target_http_proxy
         .as_ref()
@@ -375,7 +391,7 @@ fn refuse_unsupported(
             &format!("reserve a regional address and name it in {REGIONAL_STATIC_IP_NAME} instead, or remove the annotation"),
         ));
     }
-    if desired.frontend.redirect_url_map.is_some() {
+    if kind == RegionalClass::Internal && desired.frontend.redirect_url_map.is_some() {
         return Err(refuse(
             "the HTTP-to-HTTPS redirect (FrontendConfig spec.redirectToHttps)".into(),
             "remove spec.redirectToHttps from the FrontendConfig",

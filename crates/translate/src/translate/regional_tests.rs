@@ -359,3 +359,88 @@ fn iap_is_refused_on_the_regional_external_class_and_ssl_policies_on_both() {
         .1
         .is_ok());
 }
+
+/// FrontendConfig `redirectToHttps` on the regional external class: Google's regional external
+/// Application Load Balancer redirects HTTP to HTTPS with a regional URL map whose
+/// `defaultUrlRedirect` has `httpsRedirect`, behind the regional target HTTP proxy whose
+/// forwarding rule (port 80) shares the HTTPS rule's reserved address ("Set up an HTTP-to-HTTPS
+/// redirect for regional external Application Load Balancers"). The internal class still
+/// refuses it.
+#[test]
+fn the_regional_external_class_builds_the_https_redirect_in_its_region() {
+    let yaml = OBJECTS
+        .replace(
+            "annotations: {kubernetes.io/ingress.class: CLASS}",
+            "annotations: {kubernetes.io/ingress.class: CLASS, kubernetes.io/ingress.regional-static-ip-name: vip, networking.gke.io/v1beta1.FrontendConfig: fc}",
+        )
+        .replace(
+            "spec:\n  defaultBackend",
+            "spec:\n  tls: [{secretName: tls}]\n  defaultBackend",
+        )
+        + r#"
+---
+apiVersion: networking.gke.io/v1beta1
+kind: FrontendConfig
+metadata: {name: fc}
+spec:
+  redirectToHttps: {enabled: true, responseCodeName: PERMANENT_REDIRECT}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: tls}
+type: kubernetes.io/tls
+stringData:
+  tls.crt: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+  tls.key: "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
+"#;
+    let d = translate_with(&yaml.replace("CLASS", "gce-regional-external"))
+        .1
+        .unwrap();
+    let f = &d.frontend;
+    let rm = f.redirect_url_map.as_ref().expect("a redirect URL map");
+    let redirect = rm.default_url_redirect.as_ref().unwrap();
+    assert_eq!(redirect.https_redirect, Some(true));
+    assert_eq!(
+        redirect
+            .redirect_response_code
+            .as_ref()
+            .and_then(|c| c.name()),
+        Some("PERMANENT_REDIRECT")
+    );
+    assert!(
+        rm.default_service.is_none(),
+        "a redirect map has no service"
+    );
+    let regional = "projects/my-project/regions/us-central1/";
+    assert_eq!(
+        f.target_http_proxy.as_ref().unwrap().url_map.as_deref(),
+        Some(format!("{regional}urlMaps/{}", rm.name.as_deref().unwrap()).as_str()),
+        "the regional HTTP proxy serves the redirect"
+    );
+    assert!(f
+        .target_https_proxy
+        .as_ref()
+        .unwrap()
+        .url_map
+        .as_deref()
+        .unwrap()
+        .starts_with(regional));
+    let http = f.http_forwarding_rule.as_ref().unwrap();
+    assert_eq!(http.port_range.as_deref(), Some("80-80"));
+    assert_eq!(
+        http.load_balancing_scheme.as_ref().and_then(|s| s.name()),
+        Some(EXTERNAL_MANAGED)
+    );
+    assert_eq!(
+        f.static_ip_name.as_deref(),
+        Some("vip"),
+        "one address for both rules"
+    );
+    let err = translate_with(&yaml.replace("CLASS", "gce-internal"))
+        .1
+        .unwrap_err();
+    assert!(
+        matches!(&err, TranslateError::UnsupportedOnRegional { feature, .. } if feature.contains("redirectToHttps")),
+        "{err}"
+    );
+}

@@ -462,6 +462,13 @@ async fn forward(
         Ok(Ok(r)) => r,
     };
     drop(guard);
+    // The status line carries the load balancer's own version, not the endpoint's: an
+    // intermediary sends its own HTTP-version in what it forwards (RFC 9110 section 6.2, and
+    // section 7.6 on message forwarding), as the `Via: 1.1 google` it adds says. hyper writes
+    // a response's version as it is, so an HTTP/1.0 endpoint's answer would go out as
+    // `HTTP/1.0 200 OK`. (hyper still answers a client that itself sent HTTP/1.0 in HTTP/1.0.)
+    // HTTP/2 and HTTP/3 connections frame the answer in their own version.
+    *resp.version_mut() = http::Version::HTTP_11;
     if let Some(start) = stream_start {
         resp.body_mut()
             .limit(grpc::stream_deadline(bs.timeout, start.elapsed()));

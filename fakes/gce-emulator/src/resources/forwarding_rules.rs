@@ -5,7 +5,7 @@
 //! - `loadBalancingScheme` INTERNAL_MANAGED (regional internal) or EXTERNAL_MANAGED (regional
 //!   external) with a regional target HTTP(S) proxy of the same region; the passthrough
 //!   schemes are not emulated (400 saying so). The scheme must be the one of the backend
-//!   services behind the proxy's URL map.
+//!   services behind the proxy's URL map (`load_balancing_schemes`).
 //! - Both need an ACTIVE proxy-only subnetwork (`purpose: REGIONAL_MANAGED_PROXY`) in the
 //!   rule's region and network, else 400 "An active proxy-only subnetwork is required in the
 //!   same region and VPC as the forwarding rule."
@@ -41,7 +41,6 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
         ));
     }
     let target = r["target"].as_str().unwrap_or_default().to_string();
-    check_scheme(cx, &target, &scheme)?;
     subnetworks::infer_network(cx, r)?;
     cx.network_field(r)?;
     let network = r["network"]
@@ -148,23 +147,4 @@ fn address_of(cx: &Prepare<'_>, reference: &str) -> Result<String, ApiError> {
         e
     })?;
     Ok(addr["address"].as_str().unwrap_or_default().to_string())
-}
-
-/// Refuses a rule whose scheme differs from the backend services' behind `target`.
-fn check_scheme(cx: &Prepare<'_>, target: &str, scheme: &str) -> Result<(), ApiError> {
-    let get = |url: &str| key_from_url(url).and_then(|k| cx.state.resources.get(&k).cloned());
-    let service_scheme = get(target)
-        .and_then(|proxy| proxy["urlMap"].as_str().and_then(get))
-        .and_then(|um| um["defaultService"].as_str().and_then(get))
-        .and_then(|bs| bs["loadBalancingScheme"].as_str().map(str::to_string));
-    match service_scheme {
-        Some(s) if s != scheme => Err(ApiError::invalid_value(
-            "resource.loadBalancingScheme",
-            scheme,
-            &format!(
-                "The forwarding rule's loadBalancingScheme must match its backend services' ({s})."
-            ),
-        )),
-        _ => Ok(()),
-    }
 }

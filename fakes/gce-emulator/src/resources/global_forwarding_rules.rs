@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::addresses;
 use crate::errors::ApiError;
-use crate::resources::{collection_of_key, Prepare};
+use crate::resources::{collection_of_key, load_balancing_schemes, Prepare};
 use crate::snapshot::key_in_project;
 use crate::validate::{self, Obj};
 
@@ -40,8 +40,9 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
 }
 
 /// What global and regional forwarding rules to target proxies share: `IPProtocol` TCP, the
-/// enums, `target` (one of `targets`, required) and `portRange` (normalised to `P-P`); returns
-/// the port.
+/// enums, `target` (one of `targets`, required), `portRange` (normalised to `P-P`) and the
+/// scheme of the backend services behind the target
+/// ([`load_balancing_schemes::check_forwarding_rule`]); returns the port.
 pub fn prepare_frontend(cx: &Prepare<'_>, r: &mut Obj, targets: &[&str]) -> Result<u16, ApiError> {
     validate::opt_str(r, "resource", "description")?;
     validate::enum_field(
@@ -124,6 +125,7 @@ pub fn prepare_frontend(cx: &Prepare<'_>, r: &mut Obj, targets: &[&str]) -> Resu
         ));
     }
     r.insert("portRange".into(), format!("{port}-{port}").into());
+    load_balancing_schemes::check_forwarding_rule(cx, r)?;
     Ok(port)
 }
 

@@ -11,6 +11,7 @@ pub mod global_forwarding_rules;
 pub mod health_checks;
 pub mod instance_groups;
 pub mod instances;
+pub mod load_balancing_schemes;
 pub mod network_endpoint_groups;
 pub mod networks;
 pub mod projects;

@@ -4,7 +4,8 @@
 //! `routeRules`, not both; route rule priorities are unique, 0..=2147483647; a match rule has
 //! exactly one path match and each header or query match exactly one kind; for the classic load
 //! balancer, backend services of scheme EXTERNAL, no `regexMatch`, `rangeMatch`, `headerAction`
-//! or route actions other than `urlRewrite`), plus `validate` and the URL map's `tests`, routed
+//! or route actions other than `urlRewrite`; one `loadBalancingScheme` for all its services,
+//! `load_balancing_schemes`), plus `validate` and the URL map's `tests`, routed
 //! by the data plane's own matcher.
 
 use std::collections::HashSet;
@@ -13,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::dataplane::url_map::{normalize_path, RequestView, RouteAction, UrlMapTable};
 use crate::errors::ApiError;
-use crate::resources::Prepare;
+use crate::resources::{load_balancing_schemes, Prepare};
 use crate::snapshot::key_from_url;
 use crate::validate::{self, Obj};
 
@@ -135,6 +136,7 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
             }
         }
     }
+    load_balancing_schemes::check_url_map(cx, r)?;
     classic_limits(cx, r)?;
     run_tests(r)
 }

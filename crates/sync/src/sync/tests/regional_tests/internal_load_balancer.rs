@@ -245,6 +245,8 @@ async fn an_internal_load_balancer_is_built_in_order_on_its_address_and_taken_do
                 namer.target_https_proxy()
             ),
             format!("DELETE regions/r1/urlMaps/{}", namer.url_map()),
+            // The regional external class's HTTP-to-HTTPS redirect map, if it had one.
+            format!("DELETE regions/r1/urlMaps/{}", namer.redirect_url_map()),
             // Its certificates (by prefix), not the user's.
             format!(
                 "DELETE regions/r1/sslCertificates/{}",
