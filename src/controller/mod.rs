@@ -27,6 +27,7 @@
 
 pub mod coalesce;
 pub mod context;
+pub mod delegation_status;
 #[cfg(test)]
 mod events_tests;
 pub mod firewall;
@@ -208,6 +209,19 @@ pub async fn run(
     on_ready: impl FnOnce(Stores) + Send + 'static,
 ) {
     let (ingress_index, ingress_stream) = Stores::ingress_stream(&client);
+    // TLSCertificateDelegation status (Contour's `Valid` condition): recomputed for a namespace
+    // when a delegation or a TLS Secret there changes, or an Ingress naming its Secrets does.
+    let (delegation_status, delegation_queue) = delegation_status::DelegationStatus::new();
+    let ingress_stream = {
+        let status = delegation_status.clone();
+        ingress_stream.inspect(move |ingress| {
+            if let Ok(ingress) = ingress {
+                for ns in secret_refs::foreign_secret_namespaces(ingress) {
+                    status.changed(Some(ns));
+                }
+            }
+        })
+    };
     let all = watcher::Config::default;
     // Pods are stored as compact records: one watch keeps them and triggers the Ingresses
     // whose Services select a changed Pod.
@@ -322,6 +336,13 @@ pub async fn run(
         }
     };
     let (secret_foreign, td_foreign) = (using_secrets_of.clone(), using_secrets_of);
+    delegation_status.start(
+        delegation_queue,
+        client.clone(),
+        stores.clone(),
+        config.translate.clone(),
+    );
+    let (td_status, secret_status) = (delegation_status.clone(), delegation_status.clone());
     // Every kind triggers from the watch that keeps its store ([`Stores::trigger_stream`]), so
     // a reconcile never reads an older store than its trigger.
     let mut controller = controller
@@ -344,6 +365,7 @@ pub async fn run(
                 .collect::<Vec<_>>()
         })
         .watches_stream(secret_stream, move |secret: Secret| {
+            secret_status.changed(secret.namespace());
             let mut refs = secret_all(secret.namespace());
             refs.extend(secret_foreign(secret.namespace()));
             refs
@@ -365,6 +387,7 @@ pub async fn run(
     }
     if let Some(s) = td_stream {
         controller = controller.watches_stream(s, move |td: TLSCertificateDelegation| {
+            td_status.changed(td.namespace());
             td_foreign(td.namespace())
         });
     }

@@ -11,6 +11,7 @@ pub mod backend_config_checks;
 pub mod backends;
 pub mod certificates;
 pub mod cidr;
+pub mod delegation_status;
 pub mod desired;
 pub mod endpoints;
 pub mod errors;
