@@ -8,7 +8,10 @@
 //! - a Secret not delegated is refused: a Warning Event names the Ingress, the field, the Secret
 //!   and the delegation to create, and its SNI name gets the other certificate;
 //! - delegating it to `*` serves it; revoking the first delegation takes that certificate off the
-//!   load balancer (its name gets the remaining certificate) with a Warning.
+//!   load balancer (its name gets the remaining certificate) with a Warning;
+//! - each delegation's status (Contour's `Valid` condition, with `errors` and `warnings`) follows:
+//!   the Secrets served and to which Ingress, a use refused, a delegated Secret that does not
+//!   exist (`Valid=False` until it is created).
 
 mod support;
 
@@ -119,6 +122,30 @@ fn wait_warning(sys: &System, parts: &[&str]) -> Result<String> {
     .with_context(|| sys.logs())
 }
 
+/// Polls until TLSCertificateDelegation `certs/name` has a `Valid` condition that `check`
+/// accepts (it says why not); returns the condition.
+fn wait_valid(
+    sys: &System,
+    name: &str,
+    check: impl Fn(&serde_json::Value) -> Result<()>,
+) -> Result<serde_json::Value> {
+    wait_for(
+        &format!("TLSCertificateDelegation certs/{name} status"),
+        DEADLINE,
+        || {
+            let d = sys.get_json(&["tlscertificatedelegation", "-n", "certs", name])?;
+            let valid = d["status"]["conditions"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["type"] == "Valid"))
+                .cloned()
+                .ok_or_else(|| anyhow::anyhow!("no Valid condition: {}", d["status"]))?;
+            check(&valid).with_context(|| valid.to_string())?;
+            Ok(Some(valid))
+        },
+    )
+    .with_context(|| sys.logs())
+}
+
 #[test]
 fn delegated_secrets_are_served_others_refused_and_revocation_removes_them() -> Result<()> {
     let mut sys = System::start(&["--port-map", "80=0,443=0"])?;
@@ -130,7 +157,7 @@ fn delegated_secrets_are_served_others_refused_and_revocation_removes_them() -> 
     let (private_crt, private_key, private_der) = self_signed("c.example")?;
     let mut yaml = tls_secret("certs", "shared", &shared_crt, &shared_key);
     yaml += &tls_secret("certs", "private", &private_crt, &private_key);
-    yaml += &delegation(&[("shared", "default")]);
+    yaml += &delegation(&[("shared", "default"), ("private", "other")]);
     yaml += WEB;
     sys.apply(&yaml)?;
     let ip = sys.wait_for_ingress_ip("default", "web")?;
@@ -156,10 +183,67 @@ fn delegated_secrets_are_served_others_refused_and_revocation_removes_them() -> 
         leaf == shared_der,
         "c.example must not get the undelegated certificate"
     );
+    // The delegation's status: `shared` served to the Ingress, `private` refused to it.
+    wait_valid(&sys, "to-others", |v| {
+        anyhow::ensure!(
+            v["status"] == "True" && v["reason"] == "Valid",
+            "not Valid=True"
+        );
+        anyhow::ensure!(
+            v["message"] == "Valid TLSCertificateDelegation; serving shared to Ingress default/web",
+            "message"
+        );
+        let w = &v["warnings"][0];
+        anyhow::ensure!(
+            w["type"] == "TLSError"
+                && w["reason"] == "DelegationNotPermitted"
+                && w["message"].as_str().is_some_and(|m| m.starts_with(
+                    "Ingress default/web (spec.tls[1].secretName) names Secret certs/private"
+                )),
+            "no refusal warning"
+        );
+        Ok(())
+    })?;
+    // A delegated Secret that does not exist: Valid=False with a SecretNotValid error, until
+    // the Secret is created.
+    sys.apply("apiVersion: gclb-operator.dev/v1alpha1\nkind: TLSCertificateDelegation\nmetadata: {name: broken, namespace: certs}\nspec:\n  delegations:\n  - {secretName: absent, targetNamespaces: [default]}\n")?;
+    wait_valid(&sys, "broken", |v| {
+        anyhow::ensure!(
+            v["status"] == "False" && v["reason"] == "ErrorPresent",
+            "not Valid=False"
+        );
+        let e = &v["errors"][0];
+        anyhow::ensure!(
+            e["type"] == "TLSError"
+                && e["reason"] == "SecretNotValid"
+                && e["message"].as_str().is_some_and(|m| m.starts_with(
+                    "spec.delegations[0].secretName: Secret certs/absent does not exist"
+                )),
+            "no SecretNotValid error"
+        );
+        Ok(())
+    })?;
+    let (absent_crt, absent_key, _) = self_signed("absent.example")?;
+    sys.apply(&tls_secret("certs", "absent", &absent_crt, &absent_key))?;
+    wait_valid(&sys, "broken", |v| {
+        anyhow::ensure!(
+            v["status"] == "True" && v.get("errors").is_none(),
+            "still invalid"
+        );
+        Ok(())
+    })?;
 
     // Delegated to every namespace: now served for its name.
     sys.apply(&delegation(&[("shared", "default"), ("private", "\"*\"")]))?;
     wait_verified(&sys, &socket, "c.example", &private_crt)?;
+    wait_valid(&sys, "to-others", |v| {
+        anyhow::ensure!(
+            v["message"] == "Valid TLSCertificateDelegation; serving private to Ingress default/web; shared to Ingress default/web"
+                && v.get("warnings").is_none(),
+            "both served, nothing refused"
+        );
+        Ok(())
+    })?;
 
     // Revoked: `shared` leaves the load balancer (a.example gets the remaining certificate, so
     // a client trusting only `shared` fails) and a Warning says why.
@@ -178,5 +262,13 @@ fn delegated_secrets_are_served_others_refused_and_revocation_removes_them() -> 
             "Secret certs/shared",
         ],
     )?;
+    wait_valid(&sys, "to-others", |v| {
+        anyhow::ensure!(
+            v["message"]
+                == "Valid TLSCertificateDelegation; serving private to Ingress default/web",
+            "shared is no longer this delegation's"
+        );
+        Ok(())
+    })?;
     Ok(())
 }

@@ -2,8 +2,10 @@
 //! `*.go`: their manifests and expected answers, ported) through real traffic: one local system,
 //! the operator with `--gateway-api`, one Gateway `same-namespace` in
 //! `gateway-conformance-infra` with an HTTP listener (port 80) and a TLS Passthrough listener
-//! (port 443), the echo backends `infra-backend-v1..v3` and TLS echo backends; real HTTP
-//! requests and `openssl s_client` connections through the emulated load balancers.
+//! (port 443), upstream's Gateway `same-namespace-with-https-listener` (HTTPS listeners on port
+//! 443 of its own address), the echo backends `infra-backend-v1..v3` and TLS echo backends;
+//! real HTTP and HTTPS requests and `openssl s_client` connections through the emulated load
+//! balancers.
 //!
 //! Deviation from the suite, so that every case shares one Gateway (CI time): HTTPRoutes of
 //! cases that upstream writes without `hostnames` carry one hostname per case (the suite's
@@ -18,6 +20,8 @@
 
 #[path = "gateway_conformance/extended.rs"]
 mod extended;
+#[path = "gateway_conformance/https.rs"]
+mod https;
 mod support;
 #[path = "gateway_conformance/tls.rs"]
 mod tls;
@@ -60,7 +64,9 @@ fn backend_in(ns: &str, svc: &str, pod: &str, port: u16, tls: bool) -> String {
 }
 
 /// HTTPRoutes attached to the HTTP listener (`attachedRoutes`).
-const HTTP_ROUTE_COUNT: u64 = 17;
+const HTTP_ROUTE_COUNT: u64 = 19;
+/// Upstream's Gateway with HTTPS listeners.
+const HTTPS_GATEWAY: &str = "same-namespace-with-https-listener";
 
 /// The shared system and the Gateway's sockets.
 struct Cx {
@@ -71,6 +77,10 @@ struct Cx {
     terminate: String,
     /// The Terminate listener's certificate (PEM), the CA its clients trust.
     ca: tempfile::NamedTempFile,
+    /// The socket of `HTTPS_GATEWAY`'s port 443.
+    https: String,
+    /// Trusts only the certificate of `HTTPS_GATEWAY`'s listeners.
+    https_roots: std::sync::Arc<rustls::ClientConfig>,
     client: reqwest::blocking::Client,
 }
 
@@ -336,6 +346,7 @@ const CASES: &[Case] = &[
         }
         Ok(())
     }),
+    ("HTTPRouteHTTPSListener", &["Gateway", "HTTPRoute"], https::https_listener),
     ("TLSRouteSimpleSameNamespace", &["Gateway", "TLSRoute"], |cx| {
         cx.expect_route_condition("tlsroute", "alpha", "Accepted", "True", "Accepted")?;
         let (san, pod) = tls_backend(&cx.tls, "alpha.example")?;
@@ -418,6 +429,12 @@ fn gateway_api_conformance_cases_pass_through_real_traffic() -> Result<()> {
     infra.push_str(&secret);
     let mut ca = tempfile::NamedTempFile::new()?;
     ca.write_all(cert.as_bytes())?;
+    let (secret, https_cert) = tls::tls_secret_for(
+        NS,
+        "tls-validity-checks-certificate",
+        https::CERTIFICATE_HOSTS,
+    )?;
+    infra.push_str(&secret);
     for v in ["v1", "v2", "v3"] {
         infra.push_str(&backend(
             &format!("infra-backend-{v}"),
@@ -438,25 +455,36 @@ fn gateway_api_conformance_cases_pass_through_real_traffic() -> Result<()> {
     sys.apply(MANIFESTS)?;
     sys.start_operator(&["--gateway-api"])?;
 
-    let ip = wait_for("Gateway Programmed=True with an address", DEADLINE, || {
-        let gw = sys.get_json(&["gateway", "-n", NS, "same-namespace"])?;
-        let programmed =
-            condition(&gw["status"]["conditions"], "Programmed").is_some_and(|c| c.0 == "True");
-        Ok(gw["status"]["addresses"][0]["value"]
-            .as_str()
-            .filter(|_| programmed)
-            .map(str::to_owned))
-    })
-    .with_context(|| sys.logs())?;
+    let programmed_ip = |name: &str| {
+        wait_for(
+            &format!("Gateway {name} Programmed=True with an address"),
+            DEADLINE,
+            || {
+                let gw = sys.get_json(&["gateway", "-n", NS, name])?;
+                let programmed = condition(&gw["status"]["conditions"], "Programmed")
+                    .is_some_and(|c| c.0 == "True");
+                Ok(gw["status"]["addresses"][0]["value"]
+                    .as_str()
+                    .filter(|_| programmed)
+                    .map(str::to_owned))
+            },
+        )
+        .with_context(|| sys.logs())
+    };
+    let ip = programmed_ip("same-namespace")?;
+    let https_ip = programmed_ip(HTTPS_GATEWAY)?;
     let http = sys.wait_for_listener(&ip, 80)?;
     let tls = sys.wait_for_listener(&ip, 443)?;
     let terminate = sys.wait_for_listener(&ip, 8443)?;
+    let https = sys.wait_for_listener(&https_ip, 443)?;
     let cx = Cx {
         sys,
         http,
         tls,
         terminate,
         ca,
+        https,
+        https_roots: support::tls::trusting(&https_cert)?,
         client: reqwest::blocking::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(std::time::Duration::from_secs(30))
@@ -516,8 +544,14 @@ fn gateway_api_conformance_cases_pass_through_real_traffic() -> Result<()> {
     // Deleting the routes and the Gateway leaves no Compute or Network Services resource.
     cx.sys
         .kubectl_ok(&["delete", "httproutes,tlsroutes", "--all", "-n", NS])?;
-    cx.sys
-        .kubectl_ok(&["delete", "gateway", "same-namespace", "-n", NS])?;
+    cx.sys.kubectl_ok(&[
+        "delete",
+        "gateway",
+        "same-namespace",
+        HTTPS_GATEWAY,
+        "-n",
+        NS,
+    ])?;
     wait_for("every Gateway resource deleted", DEADLINE, || {
         let left = gateway_resources(&cx.sys)?;
         if left.is_empty() {

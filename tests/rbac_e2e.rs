@@ -387,6 +387,21 @@ fn deploy_rbac_is_exactly_what_the_operator_uses() -> Result<()> {
     })
     .with_context(|| sys.logs())?;
 
+    // A TLSCertificateDelegation gets its status (a patch of tlscertificatedelegations/status).
+    sys.apply("apiVersion: gclb-operator.dev/v1alpha1\nkind: TLSCertificateDelegation\nmetadata: {name: share-store-tls}\nspec:\n  delegations:\n  - {secretName: store-tls, targetNamespaces: [\"*\"]}\n")?;
+    wait_for(
+        "TLSCertificateDelegation share-store-tls Valid",
+        DEADLINE,
+        || {
+            let d = sys.get_json(&["tlscertificatedelegation", "share-store-tls"])?;
+            Ok(d["status"]["conditions"][0]["status"]
+                .as_str()
+                .filter(|s| *s == "True")
+                .map(drop))
+        },
+    )
+    .with_context(|| sys.logs())?;
+
     // Everything converges: HTTPS redirect through the load balancer, the BackendConfig on
     // the backend service, the ManagedCertificate Active, the gated Pod's condition True.
     let socket = sys.wait_for_ingress_socket("default", "my-ingress")?;

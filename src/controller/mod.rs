@@ -28,6 +28,7 @@
 
 pub mod coalesce;
 pub mod context;
+pub mod delegation_status;
 #[cfg(test)]
 mod events_tests;
 pub mod firewall;

@@ -14,7 +14,8 @@ use kube::{Client, ResourceExt};
 use tracing::info;
 
 use super::{
-    error_policy, mapping, prune, reconcile, stores, Config, Context, ControllerMetrics, Stores,
+    delegation_status, error_policy, mapping, prune, reconcile, stores, Config, Context,
+    ControllerMetrics, Stores,
 };
 use crate::compute::Compute;
 use crate::crd::{BackendConfig, FrontendConfig, ManagedCertificate, TLSCertificateDelegation};
@@ -32,6 +33,19 @@ pub async fn run(
     on_ready: impl FnOnce(Stores) + Send + 'static,
 ) {
     let (ingress_index, ingress_stream) = Stores::ingress_stream(&client);
+    // TLSCertificateDelegation status (Contour's `Valid` condition): recomputed for a namespace
+    // when a delegation or a TLS Secret there changes, or an Ingress naming its Secrets does.
+    let (delegation_status, delegation_queue) = delegation_status::DelegationStatus::new();
+    let ingress_stream = {
+        let status = delegation_status.clone();
+        ingress_stream.inspect(move |ingress| {
+            if let Ok(ingress) = ingress {
+                for ns in secret_refs::foreign_secret_namespaces(ingress) {
+                    status.changed(Some(ns));
+                }
+            }
+        })
+    };
     let all = watcher::Config::default;
     // Pods are stored as compact records: one watch keeps them and triggers the Ingresses
     // whose Services select a changed Pod.
@@ -146,6 +160,13 @@ pub async fn run(
         }
     };
     let (secret_foreign, td_foreign) = (using_secrets_of.clone(), using_secrets_of);
+    delegation_status.start(
+        delegation_queue,
+        client.clone(),
+        stores.clone(),
+        config.translate.clone(),
+    );
+    let (td_status, secret_status) = (delegation_status.clone(), delegation_status.clone());
     // Every kind triggers from the watch that keeps its store ([`Stores::trigger_stream`]), so
     // a reconcile never reads an older store than its trigger.
     let mut controller = controller
@@ -168,6 +189,7 @@ pub async fn run(
                 .collect::<Vec<_>>()
         })
         .watches_stream(secret_stream, move |secret: Secret| {
+            secret_status.changed(secret.namespace());
             let mut refs = secret_all(secret.namespace());
             refs.extend(secret_foreign(secret.namespace()));
             refs
@@ -189,6 +211,7 @@ pub async fn run(
     }
     if let Some(s) = td_stream {
         controller = controller.watches_stream(s, move |td: TLSCertificateDelegation| {
+            td_status.changed(td.namespace());
             td_foreign(td.namespace())
         });
     }

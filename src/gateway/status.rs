@@ -13,11 +13,12 @@ use super::translate::{GatewayPlan, ParentStatus};
 /// The Gateway API features this controller claims in `GatewayClass.status.supportedFeatures`
 /// (conformance feature names, sorted): exactly the features of the conformance cases that
 /// pass through real traffic in tests/gateway_conformance_e2e.rs (which checks this list against
-/// them; docs/gateway-api.md carries the report). Translation implements more (backend
-/// request header filters, `timeouts.backendRequest`) that no case proves yet.
+/// them; docs/gateway-api.md carries the report).
 pub const SUPPORTED_FEATURES: &[&str] = &[
     "Gateway",
     "HTTPRoute",
+    "HTTPRouteBackendRequestHeaderModification",
+    "HTTPRouteBackendTimeout",
     "HTTPRouteHostRewrite",
     "HTTPRouteMethodMatching",
     "HTTPRouteQueryParamMatching",

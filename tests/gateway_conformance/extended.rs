@@ -1,10 +1,15 @@
 //! Cases of tests/gateway_conformance_e2e.rs for extended features: TLSRoute Terminate,
-//! RequestMirror, request timeouts and ReferenceGrant (kubernetes-sigs/gateway-api
-//! `conformance/tests/{tlsroute-terminate-simple-same-namespace, tlsroute-listener-terminate-
-//! supported-kinds, httproute-request-mirror, httproute-timeout-request, httproute-reference-grant,
+//! RequestMirror, request and backend request timeouts, backendRef request header filters and
+//! ReferenceGrant (kubernetes-sigs/gateway-api `conformance/tests/{tlsroute-terminate-simple-
+//! same-namespace, tlsroute-listener-terminate-supported-kinds, httproute-request-mirror,
+//! httproute-timeout-request, httproute-timeout-backend-request,
+//! httproute-request-header-modifier-backend, httproute-reference-grant,
 //! httproute-invalid-reference-grant}`, manifests and expected answers ported).
 //!
 //! Deviations: the echo backends delay with `?sleep_ms=1000` where upstream's take `?delay=1s`;
+//! upstream's HTTPRouteTimeoutBackendRequest requests `/disable-backend-timeout`, a path no rule
+//! of its manifest matches (the rule is `/disabled-backend-timeout`), so the port requests the
+//! rule's path;
 //! a mirrored request is observed through the echo body's `pathRequests` (how many requests
 //! for the path the Pod answered, read through the route `mirror-check`) where upstream reads
 //! the mirror Pod's log.
@@ -14,7 +19,124 @@ use std::cell::Cell;
 use anyhow::{ensure, Result};
 
 use super::tls::tls_answer;
-use super::{Case, Cx, NS};
+use super::{Answer, Case, Cx, NS};
+
+/// The request header `name` the echo backend received (case-insensitive), its values joined
+/// with `,` as upstream's expected requests write them (the echo body joins them with `, `).
+fn received(a: &Answer, name: &str) -> Option<String> {
+    let (_, v) = a.body["headers"]
+        .as_object()?
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))?;
+    Some(match v {
+        serde_json::Value::Array(vs) => vs
+            .iter()
+            .map(|x| x.as_str().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join(","),
+        other => other
+            .as_str()
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join(","),
+    })
+}
+
+/// `HTTPRouteBackendRequestHeaderModifier`'s requests (upstream reuses
+/// HTTPRouteRequestHeaderModifier's test table): (path, headers sent, headers expected with
+/// their values, headers expected absent).
+type HeaderCase = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static [(&'static str, &'static str)],
+    &'static [&'static str],
+);
+
+const BACKEND_HEADER_CASES: &[HeaderCase] = &[
+    (
+        "/set",
+        &[("Some-Other-Header", "val")],
+        &[
+            ("Some-Other-Header", "val"),
+            ("X-Header-Set", "set-overwrites-values"),
+        ],
+        &[],
+    ),
+    (
+        "/set",
+        &[
+            ("Some-Other-Header", "val"),
+            ("X-Header-Set", "some-other-value"),
+        ],
+        &[
+            ("Some-Other-Header", "val"),
+            ("X-Header-Set", "set-overwrites-values"),
+        ],
+        &[],
+    ),
+    (
+        "/add",
+        &[("Some-Other-Header", "val")],
+        &[
+            ("Some-Other-Header", "val"),
+            ("X-Header-Add", "add-appends-values"),
+        ],
+        &[],
+    ),
+    (
+        "/add",
+        &[
+            ("Some-Other-Header", "val"),
+            ("X-Header-Add", "some-other-value"),
+        ],
+        &[
+            ("Some-Other-Header", "val"),
+            ("X-Header-Add", "some-other-value,add-appends-values"),
+        ],
+        &[],
+    ),
+    (
+        "/remove",
+        &[("X-Header-Remove", "val")],
+        &[],
+        &["X-Header-Remove"],
+    ),
+    (
+        "/multiple",
+        &[
+            ("X-Header-Set-2", "set-val-2"),
+            ("X-Header-Add-2", "add-val-2"),
+            ("X-Header-Remove-2", "remove-val-2"),
+            ("Another-Header", "another-header-val"),
+        ],
+        &[
+            ("X-Header-Set-1", "header-set-1"),
+            ("X-Header-Set-2", "header-set-2"),
+            ("X-Header-Add-1", "header-add-1"),
+            ("X-Header-Add-2", "add-val-2,header-add-2"),
+            ("X-Header-Add-3", "header-add-3"),
+            ("Another-Header", "another-header-val"),
+        ],
+        &["X-Header-Remove-1", "X-Header-Remove-2"],
+    ),
+    (
+        "/case-insensitivity",
+        &[
+            ("x-header-set", "original-val-set"),
+            ("x-header-add", "original-val-add"),
+            ("x-header-remove", "original-val-remove"),
+            ("Another-Header", "another-header-val"),
+        ],
+        &[
+            ("X-Header-Set", "header-set"),
+            ("X-Header-Add", "original-val-add,header-add"),
+            ("Another-Header", "another-header-val"),
+        ],
+        &["X-Header-Remove"],
+    ),
+];
 
 /// Sends `GET <path>` through the mirroring route on `host` until infra-backend-v1 answers
 /// (`headers` sent, `check` on v1's answer), then reads through `mirror-check.example` how many
@@ -156,6 +278,61 @@ pub const CASES: &[Case] = &[
                 "GET",
                 h,
                 "/disable-request-timeout?sleep_ms=1000",
+                &[],
+                "infra-backend-v1",
+            )
+            .map(drop)
+        },
+    ),
+    (
+        "HTTPRouteBackendRequestHeaderModifier",
+        &[
+            "Gateway",
+            "HTTPRoute",
+            "HTTPRouteBackendRequestHeaderModification",
+        ],
+        |cx| {
+            let h = "backend-header-mod.example";
+            for (path, sent, want, absent) in BACKEND_HEADER_CASES {
+                cx.expect("GET", h, path, sent, |a| {
+                    ensure!(
+                        a.pod().starts_with("infra-backend-v1-"),
+                        "{path}: got {} from {:?}",
+                        a.status,
+                        a.pod()
+                    );
+                    for (name, value) in *want {
+                        let got = received(a, name);
+                        ensure!(
+                            got.as_deref() == Some(*value),
+                            "{path}: {name} is {got:?}, want {value:?}: {}",
+                            a.body["headers"]
+                        );
+                    }
+                    for name in *absent {
+                        ensure!(
+                            received(a, name).is_none(),
+                            "{path}: {name} still sent: {}",
+                            a.body["headers"]
+                        );
+                    }
+                    Ok(())
+                })?;
+            }
+            Ok(())
+        },
+    ),
+    (
+        "HTTPRouteTimeoutBackendRequest",
+        &["Gateway", "HTTPRoute", "HTTPRouteBackendTimeout"],
+        |cx| {
+            let h = "backend-timeout.example";
+            cx.expect_backend("GET", h, "/backend-timeout", &[], "infra-backend-v1")?;
+            cx.expect_status(h, "/backend-timeout?sleep_ms=1000", 504)?;
+            cx.expect_backend(
+                "GET",
+                h,
+                "/disabled-backend-timeout?sleep_ms=1000",
                 &[],
                 "infra-backend-v1",
             )

@@ -116,8 +116,15 @@ pub fn tls_answer(socket: &str, sni: &str, ca: Option<&Path>) -> Result<(Session
 /// A `kubernetes.io/tls` Secret `namespace/name` with a fresh self-signed certificate for
 /// `host`; returns (its manifest, the certificate PEM a client trusts).
 pub fn tls_secret(namespace: &str, name: &str, host: &str) -> Result<(String, String)> {
+    tls_secret_for(namespace, name, &[host])
+}
+
+/// [`tls_secret`] with a certificate for every name of `hosts`.
+pub fn tls_secret_for(namespace: &str, name: &str, hosts: &[&str]) -> Result<(String, String)> {
     use base64::Engine as _;
-    let ck = rcgen::generate_simple_self_signed(vec![host.to_string()])?;
+    let ck = rcgen::generate_simple_self_signed(
+        hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
+    )?;
     let cert = ck.cert.pem();
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     Ok((

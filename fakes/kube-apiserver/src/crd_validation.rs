@@ -12,7 +12,8 @@
 //!   `Too many: 101: must have at most 100 items`
 //! - `required`: `Required value`
 //! - CEL rules: `Invalid value: "object": <message>` (or `failed rule: <rule>`) at the rule's
-//!   node (plus its `fieldPath`). Transition rules (those using `oldSelf`) are not evaluated.
+//!   node (plus its `fieldPath`). Transition rules (those using `oldSelf`) are evaluated on
+//!   update by [`crate::crd_transition_rules`].
 //!
 //! `x-kubernetes-int-or-string` accepts an integer or a string; `x-kubernetes-preserve-unknown-fields`
 //! and `additionalProperties` only affect which fields are walked. Pure logic: no I/O.
@@ -383,7 +384,7 @@ fn default_value(v: &mut Value, schema: &Value) {
 
 /// Converts JSON to a CEL value the way Kubernetes' CEL sees objects: integers are `int`,
 /// objects are maps with string keys.
-fn to_cel(v: &Value) -> cel::Value {
+pub(crate) fn to_cel(v: &Value) -> cel::Value {
     match v {
         Value::Null => cel::Value::Null,
         Value::Bool(b) => cel::Value::Bool(*b),
@@ -432,7 +433,8 @@ fn kubernetes_library(ctx: &mut cel::Context) {
     }
 }
 
-/// Evaluates the node's `x-kubernetes-validations` with `self` bound to `v`.
+/// Evaluates the node's `x-kubernetes-validations` with `self` bound to `v`. Transition rules
+/// (those using `oldSelf`) are left to [`crate::crd_transition_rules`], which knows the old value.
 fn rules(v: &Value, schema: &Value, path: &str, out: &mut Vec<FieldError>) {
     let Some(list) = schema
         .get("x-kubernetes-validations")
@@ -441,52 +443,66 @@ fn rules(v: &Value, schema: &Value, path: &str, out: &mut Vec<FieldError>) {
         return;
     };
     for rule in list {
-        let Some(source) = rule.get("rule").and_then(Value::as_str) else {
-            continue;
-        };
-        if source.contains("oldSelf") {
-            continue;
-        }
-        let env = cel_env();
-        let outcome = match env.compile(source) {
-            Ok(program) => {
-                let mut ctx = cel::Context::with_env(env);
-                kubernetes_library(&mut ctx);
-                ctx.add_variable_from_value("self", to_cel(v));
-                match program.execute(&ctx) {
-                    Ok(cel::Value::Bool(true)) => None,
-                    Ok(cel::Value::Bool(false)) => Some(
-                        rule.get("message")
-                            .and_then(Value::as_str)
-                            .map(str::to_string)
-                            .unwrap_or_else(|| format!("failed rule: {source}")),
-                    ),
-                    Ok(other) => Some(format!(
-                        "rule did not evaluate to a bool ({other:?}) evaluating rule: {source}"
-                    )),
-                    Err(e) => Some(format!("{e} evaluating rule: {source}")),
-                }
-            }
-            Err(e) => Some(format!("compilation failed: {e} in rule: {source}")),
-        };
-        if let Some(message) = outcome {
-            let field = match rule.get("fieldPath").and_then(Value::as_str) {
-                Some(fp) => format!("{path}{fp}"),
-                None => path.to_string(),
-            };
-            let reason = match rule.get("reason").and_then(Value::as_str) {
-                Some("FieldValueForbidden") => "FieldValueForbidden",
-                Some("FieldValueRequired") => "FieldValueRequired",
-                Some("FieldValueDuplicate") => "FieldValueDuplicate",
-                _ => "FieldValueInvalid",
-            };
-            out.push(FieldError {
-                reason,
-                field,
-                message: format!("Invalid value: {}: {message}", shown_type(v)),
-            });
+        let transition = rule
+            .get("rule")
+            .and_then(Value::as_str)
+            .is_some_and(|r| r.contains("oldSelf"));
+        if !transition {
+            out.extend(check_rule(rule, v, None, path));
         }
     }
+}
+
+/// Evaluates one `x-kubernetes-validations` entry (`rule`, `message`, `fieldPath`, `reason`) at
+/// the node `path` with `self` bound to `v` and, when given, `oldSelf` bound to `old_self`.
+/// Returns the field error the real server reports when the rule is false, does not evaluate
+/// to a bool, fails, or does not compile; `None` when it holds (or has no `rule`).
+pub(crate) fn check_rule(
+    rule: &Value,
+    v: &Value,
+    old_self: Option<cel::Value>,
+    path: &str,
+) -> Option<FieldError> {
+    let source = rule.get("rule").and_then(Value::as_str)?;
+    let env = cel_env();
+    let message = match env.compile(source) {
+        Ok(program) => {
+            let mut ctx = cel::Context::with_env(env);
+            kubernetes_library(&mut ctx);
+            ctx.add_variable_from_value("self", to_cel(v));
+            if let Some(old) = old_self {
+                ctx.add_variable_from_value("oldSelf", old);
+            }
+            match program.execute(&ctx) {
+                Ok(cel::Value::Bool(true)) => return None,
+                Ok(cel::Value::Bool(false)) => rule
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("failed rule: {source}")),
+                Ok(other) => {
+                    format!("rule did not evaluate to a bool ({other:?}) evaluating rule: {source}")
+                }
+                Err(e) => format!("{e} evaluating rule: {source}"),
+            }
+        }
+        Err(e) => format!("compilation failed: {e} in rule: {source}"),
+    };
+    let field = match rule.get("fieldPath").and_then(Value::as_str) {
+        Some(fp) => format!("{path}{fp}"),
+        None => path.to_string(),
+    };
+    let reason = match rule.get("reason").and_then(Value::as_str) {
+        Some("FieldValueForbidden") => "FieldValueForbidden",
+        Some("FieldValueRequired") => "FieldValueRequired",
+        Some("FieldValueDuplicate") => "FieldValueDuplicate",
+        _ => "FieldValueInvalid",
+    };
+    Some(FieldError {
+        reason,
+        field,
+        message: format!("Invalid value: {}: {message}", shown_type(v)),
+    })
 }
 
 /// CEL rule failures quote the value's type, as the real server does: `"object"`, `"string"`.

@@ -5,6 +5,7 @@
 pub mod admission;
 pub mod auth;
 pub mod crd_defaults;
+pub mod crd_transition_rules;
 pub mod crd_validation;
 pub mod crds;
 pub mod defaults;

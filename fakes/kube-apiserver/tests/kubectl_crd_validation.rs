@@ -178,3 +178,50 @@ async fn invalid_status_has_causes_with_fields() {
         "{message}"
     );
 }
+
+/// The Gateway API CRDs' transition rule (GatewayClass `spec.controllerName`:
+/// `self == oldSelf`, "Value is immutable") refuses an update as a real server does; a create
+/// (no old value) and updates of other fields pass.
+#[test]
+fn gateway_class_controller_name_transition_rule_refuses_the_update() {
+    let server = start(&["--no-local-controllers"]);
+    let crds = format!("{}/../../crds/gateway-api", env!("CARGO_MANIFEST_DIR"));
+    server.kubectl_ok(&["apply", "-k", &crds]);
+    poll("gatewayclasses served", || {
+        server.kubectl(&["get", "gatewayclasses"]).0.then_some(())
+    });
+    let class = "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: gclb}\nspec:\n  controllerName: gclb-operator.dev/gateway-controller\n";
+    let (ok, out, err) = server.kubectl_stdin(&["apply", "-f", "-"], Some(class));
+    assert!(ok, "create refused:\n{out}\n{err}");
+
+    let (ok, _, err) = server.kubectl(&[
+        "patch",
+        "gatewayclass",
+        "gclb",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"controllerName":"example.net/other-controller"}}"#,
+    ]);
+    assert!(!ok, "the controllerName change was accepted");
+    assert!(
+        err.contains(r#"The GatewayClass "gclb" is invalid: spec.controllerName: Invalid value: "string": Value is immutable"#),
+        "{err}"
+    );
+    let stored = server.kubectl_ok(&[
+        "get",
+        "gatewayclass",
+        "gclb",
+        "-o",
+        "jsonpath={.spec.controllerName}",
+    ]);
+    assert_eq!(stored, "gclb-operator.dev/gateway-controller");
+
+    server.kubectl_ok(&[
+        "patch",
+        "gatewayclass",
+        "gclb",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"description":"changed"}}"#,
+    ]);
+}

@@ -1,7 +1,10 @@
-//! Protobuf request bodies over real HTTPS, as client-go sends them with the protobuf content
+//! Protobuf bodies over real HTTPS, as client-go sends and reads them with the protobuf content
 //! type (GKE's Ingress controller does): an Event POSTed as protobuf is stored and read back as
-//! JSON; a Lease created and then updated as protobuf keeps its resourceVersion check; a kind
-//! the server does not decode answers 415 naming it.
+//! JSON; a Lease created and then updated as protobuf keeps its resourceVersion check; any
+//! built-in kind (a Deployment, a Service, a ClusterRole) is decoded, and answered in protobuf
+//! when the client lists protobuf first (objects and lists, read back with the `k8s-pb`
+//! crate's generated messages); a kind without a protobuf form (a custom resource) answers 415
+//! naming it.
 
 mod api_support;
 
@@ -53,7 +56,45 @@ async fn send(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    (status, ct, r.json().await.unwrap_or(Value::Null))
+    let bytes = r.bytes().await.expect("body");
+    let body = if ct.starts_with(PROTOBUF) {
+        k8s_protobuf::decode(&bytes).expect("a protobuf answer decodes")
+    } else {
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+    };
+    (status, ct, body)
+}
+
+/// GETs `path` preferring protobuf; returns (content type, body bytes).
+async fn get_protobuf(srv: &api_support::ApiServer, path: &str) -> (String, Vec<u8>) {
+    let r = srv
+        .http()
+        .get(format!("{}{path}", srv.url))
+        .bearer_auth(srv.token())
+        .header("accept", ACCEPT)
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(r.status().as_u16(), 200, "GET {path}");
+    let ct = r
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    (ct, r.bytes().await.expect("body").to_vec())
+}
+
+/// The message inside a protobuf answer's `k8s\0` envelope, as `(apiVersion, kind, raw)`.
+fn unwrap_envelope(body: &[u8]) -> (String, String, Vec<u8>) {
+    let u = Unknown::decode(body.strip_prefix(b"k8s\0".as_slice()).expect("magic"))
+        .expect("runtime.Unknown");
+    let tm = u.type_meta.unwrap_or_default();
+    (
+        tm.api_version.unwrap_or_default(),
+        tm.kind.unwrap_or_default(),
+        u.raw.unwrap_or_default(),
+    )
 }
 
 async fn get_json(srv: &api_support::ApiServer, path: &str) -> Value {
@@ -125,7 +166,11 @@ async fn a_protobuf_event_is_stored_and_read_back_as_json() {
     )
     .await;
     assert_eq!(status, 201, "{created}");
-    assert!(ct.starts_with("application/json"), "answered in JSON: {ct}");
+    assert!(
+        ct.starts_with(PROTOBUF),
+        "answered in protobuf, first in Accept: {ct}"
+    );
+    assert_eq!(created["involvedObject"]["name"], "my-ingress", "{created}");
     let stored = get_json(
         &srv,
         "/api/v1/namespaces/default/events/my-ingress.18eb5682304da0bd",
@@ -221,21 +266,168 @@ async fn a_protobuf_lease_is_created_then_updated_with_its_resource_version() {
 }
 
 #[tokio::test]
-async fn kinds_not_decoded_answer_415_naming_the_kind() {
+async fn any_built_in_kind_is_decoded_and_answered_in_protobuf() {
+    use k8s_pb::api::apps::v1 as apps;
+    use k8s_pb::api::rbac::v1 as rbac;
+    let srv = api_support::start(&["--no-local-controllers"]);
+    let labels: std::collections::BTreeMap<String, String> =
+        [("app".to_string(), "web".to_string())].into();
+    let deployment = apps::Deployment {
+        metadata: meta("web", "default"),
+        spec: Some(apps::DeploymentSpec {
+            replicas: Some(2),
+            selector: Some(meta::LabelSelector {
+                match_labels: labels.clone(),
+                ..Default::default()
+            }),
+            template: Some(core::PodTemplateSpec {
+                metadata: Some(meta::ObjectMeta {
+                    labels: labels.clone(),
+                    ..Default::default()
+                }),
+                spec: Some(core::PodSpec {
+                    containers: vec![core::Container {
+                        name: Some("web".into()),
+                        image: Some("registry.k8s.io/e2e-test-images/agnhost:2.39".into()),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+            }),
+            ..Default::default()
+        }),
+        status: Some(Default::default()),
+    };
+    let path = "/apis/apps/v1/namespaces/default/deployments";
+    let (status, ct, created) = send(
+        &srv,
+        reqwest::Method::POST,
+        path,
+        envelope("apps/v1", "Deployment", &deployment),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    assert!(ct.starts_with(PROTOBUF), "{ct}");
+    assert_eq!(created["spec"]["replicas"], 2, "{created}");
+    // Defaulted by the server, read back through the generated messages.
+    let (ct, body) = get_protobuf(&srv, &format!("{path}/web")).await;
+    assert!(ct.starts_with(PROTOBUF), "{ct}");
+    let (api_version, kind, raw) = unwrap_envelope(&body);
+    assert_eq!(
+        (api_version.as_str(), kind.as_str()),
+        ("apps/v1", "Deployment")
+    );
+    let read = apps::Deployment::decode(raw.as_slice()).expect("a Deployment");
+    let spec = read.spec.expect("spec");
+    assert_eq!(spec.replicas, Some(2));
+    assert_eq!(
+        spec.strategy.and_then(|s| s.r#type).as_deref(),
+        Some("RollingUpdate"),
+        "the server's defaults are encoded too"
+    );
+    assert!(read
+        .metadata
+        .and_then(|m| m.creation_timestamp)
+        .and_then(|t| t.seconds)
+        .is_some_and(|s| s > 0));
+    // A list.
+    let (_, body) = get_protobuf(&srv, path).await;
+    let (_, kind, raw) = unwrap_envelope(&body);
+    assert_eq!(kind, "DeploymentList");
+    let list = apps::DeploymentList::decode(raw.as_slice()).expect("a DeploymentList");
+    assert_eq!(list.items.len(), 1);
+    // Other groups: a Service (int-or-string target port) and a ClusterRole.
+    let service = core::Service {
+        metadata: meta("web", "default"),
+        spec: Some(core::ServiceSpec {
+            selector: labels,
+            ports: vec![core::ServicePort {
+                port: Some(80),
+                target_port: Some(k8s_pb::apimachinery::pkg::util::intstr::IntOrString {
+                    r#type: Some(1),
+                    int_val: Some(0),
+                    str_val: Some("http".into()),
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let (status, _, created) = send(
+        &srv,
+        reqwest::Method::POST,
+        "/api/v1/namespaces/default/services",
+        envelope("v1", "Service", &service),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(
+        created["spec"]["ports"][0]["targetPort"], "http",
+        "{created}"
+    );
+    let role = rbac::ClusterRole {
+        metadata: meta("reader", ""),
+        rules: vec![rbac::PolicyRule {
+            verbs: vec!["get".into()],
+            api_groups: vec![String::new()],
+            resources: vec!["pods".into()],
+            ..Default::default()
+        }],
+        aggregation_rule: None,
+    };
+    let (status, _, created) = send(
+        &srv,
+        reqwest::Method::POST,
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        envelope("rbac.authorization.k8s.io/v1", "ClusterRole", &role),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["rules"][0]["resources"][0], "pods", "{created}");
+    let out = srv.kubectl_ok(&[
+        "get",
+        "deployment,service",
+        "web",
+        "-n",
+        "default",
+        "-o",
+        "name",
+    ]);
+    assert!(
+        out.contains("deployment.apps/web") && out.contains("service/web"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn kinds_without_a_protobuf_form_answer_415_naming_the_kind() {
     let srv = api_support::start(&[]);
-    let pod = core::Pod {
-        metadata: meta("p", "default"),
-        ..Default::default()
+    let u = Unknown {
+        type_meta: Some(TypeMeta {
+            api_version: Some("gclb-operator.dev/v1alpha1".into()),
+            kind: Some("TLSCertificateDelegation".into()),
+        }),
+        raw: Some(Vec::new()),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
     };
     let (status, _, v) = send(
         &srv,
         reqwest::Method::POST,
-        "/api/v1/namespaces/default/pods",
-        envelope("v1", "Pod", &pod),
+        // Decoding comes first: the kind, not the path, is refused.
+        "/api/v1/namespaces/default/configmaps",
+        [b"k8s\0".to_vec(), u.encode_to_vec()].concat(),
     )
     .await;
     assert_eq!(status, 415, "{v}");
-    assert!(v["message"].as_str().unwrap().contains("v1 Pod"), "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("gclb-operator.dev/v1alpha1 TLSCertificateDelegation"),
+        "{v}"
+    );
     let (status, _, v) = send(
         &srv,
         reqwest::Method::POST,

@@ -24,7 +24,8 @@ pub use managed_certificate::{
     ManagedCertificate, ManagedCertificateSpec, ManagedCertificateStatus,
 };
 pub use tls_certificate_delegation::{
-    CertificateDelegation, TLSCertificateDelegation, TLSCertificateDelegationSpec,
+    CertificateDelegation, DetailedCondition, SubCondition, TLSCertificateDelegation,
+    TLSCertificateDelegationSpec, TLSCertificateDelegationStatus,
 };
 
 /// Every CustomResourceDefinition this operator needs, in a fixed order

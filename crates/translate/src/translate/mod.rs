@@ -12,6 +12,7 @@ pub mod backends;
 pub mod certificates;
 pub mod cidr;
 pub mod config;
+pub mod delegation_status;
 pub mod desired;
 pub mod endpoints;
 pub mod errors;

@@ -176,5 +176,11 @@ async fn route(
     }
     let rp = parse_resource_path(app, path).ok_or(ApiError::NoRoute)?;
     let query = parse_query(uri);
-    objects::dispatch(app, ctx, method, &rp, &query, headers, accept, body).await
+    let watch = rp.watch_prefix || query.get("watch").is_some_and(|w| w == "1" || w == "true");
+    let response = objects::dispatch(app, ctx, method, &rp, &query, headers, accept, body).await?;
+    // Objects and lists in protobuf when the client lists it first (watch streams stay JSON).
+    if !watch && crate::protobuf::prefers_protobuf(accept) {
+        return Ok(crate::protobuf::encode_response(response).await);
+    }
+    Ok(response)
 }

@@ -43,10 +43,16 @@ fn refuse(kind: &str, group: &str, name: &str, causes: Vec<FieldError>) -> Resul
 }
 
 /// Schema validation of a custom resource against its CRD version's `openAPIV3Schema`
-/// (see [`crate::crd_validation`]).
+/// (see [`crate::crd_validation`]), then its transition rules against the stored object `old`
+/// (`None` on create; see [`crate::crd_transition_rules`]).
 ///
 /// Errors: 422 `Invalid` with one cause per field error.
-fn validate_custom(res: &ResourceInfo, name: &str, obj: &Value) -> Result<(), ApiError> {
+fn validate_custom(
+    res: &ResourceInfo,
+    name: &str,
+    obj: &Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
     let Some(schema) = res
         .crd_version
         .as_ref()
@@ -54,7 +60,8 @@ fn validate_custom(res: &ResourceInfo, name: &str, obj: &Value) -> Result<(), Ap
     else {
         return Ok(());
     };
-    let causes = crate::crd_validation::validate(obj, schema);
+    let mut causes = crate::crd_validation::validate(obj, schema);
+    causes.extend(crate::crd_transition_rules::validate(obj, old, schema));
     refuse(&res.kind, &res.group, name, causes)
 }
 
@@ -243,7 +250,7 @@ impl Store {
         }
         crate::defaults::apply(res, &mut obj, None);
         default_custom(res, &mut obj);
-        validate_custom(res, &name, &obj)?;
+        validate_custom(res, &name, &obj, None)?;
         validate_builtin(res, ns, &name, &obj, None, false)?;
         let api_version = res.api_version();
         let write = managed_fields::Write {
@@ -405,7 +412,7 @@ impl Store {
         // the real server's validation ratcheting of unchanged fields; metadata is always
         // validated.
         if spec_part(&result) != spec_part(&old) || result.get("status") != old.get("status") {
-            validate_custom(res, name, &result)?;
+            validate_custom(res, name, &result, Some(&old))?;
         }
         validate_builtin(res, ns, name, &result, Some(&old), status_only)?;
         if spec_part(&result) != spec_part(&old) && old["metadata"].get("generation").is_some() {
