@@ -36,6 +36,8 @@ lb_binary() {
 }
 
 lb_emulator() {
+  # A second emulator (instructions.sh) must not find the first one's URL in the file.
+  rm -f "$T/stdout" "$T/stderr"
   "$@" --listen 127.0.0.1:0 --port-map 80=0,443=0 --dataplane-threads 1 >"$T/stdout" 2>"$T/stderr" &
   EMU_PID=$!
   # Bounded wait for the first line (the API URL); under valgrind, a debug build on a busy
