@@ -140,7 +140,9 @@ bench-scale: build
 
 ## User-space instructions per proxied request, the emulator's and nginx's (valgrind's callgrind;
 ## INSTALL=1 installs valgrind, nginx and wrk): steady on a busy machine, where the wall-clock
-## figures of `make bench` are not.
+## figures of `make bench` are not. Also one row per edge feature (FEATURES=0 skips them), each
+## beside its figure in fakes/gce-emulator/benches/instructions-recorded.tsv, flagging an
+## increase over 10 % (never failing); RECORD=1 records the run's figures there.
 bench-instructions:
 	bash fakes/gce-emulator/benches/instructions.sh
 

@@ -154,15 +154,23 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1.0);
+    print!("{}", run(&bin, scale));
+}
+
+/// Runs every phase against the emulator binary `bin`, each phase's size multiplied by `scale`
+/// (at least 10 calls), and returns the table (also run at a tiny size by
+/// tests/bench_smoke.rs).
+pub fn run(bin: &str, scale: f64) -> String {
+    use std::fmt::Write as _;
     let n = |x: usize| ((x as f64 * scale) as usize).max(10);
-    let (guard, base) = start(&bin);
+    let (guard, base) = start(bin);
     let pid = guard.0.id();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(async {
+    let out = rt.block_on(async {
         let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
         let hcs = n(2000);
         let bss = n(500);
@@ -182,11 +190,13 @@ fn main() {
         let agg = (0..n(200)).map(|_| (Kind::Get, format!("{base}aggregated/backendServices"), None)).collect();
         rows.push(phase(pid, &client, "aggregatedList backendServices", 4, agg).await);
 
-        println!("\ngce-emulator control plane, one core ({hcs} health checks, {bss} backend services stored)\n");
-        println!("{:<34} {:>7} {:>5} {:>10} {:>9} {:>9} {:>9} {:>12}", "operation", "calls", "conc", "calls/s", "p50 ms", "p99 ms", "max ms", "server us/call");
+        let mut out = String::new();
+        let _ = writeln!(out, "\ngce-emulator control plane, one core ({hcs} health checks, {bss} backend services stored)\n");
+        let _ = writeln!(out, "{:<34} {:>7} {:>5} {:>10} {:>9} {:>9} {:>9} {:>12}", "operation", "calls", "conc", "calls/s", "p50 ms", "p99 ms", "max ms", "server us/call");
         for mut r in rows {
             r.lat.sort();
-            println!(
+            let _ = writeln!(
+                out,
                 "{:<34} {:>7} {:>5} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>12.0}",
                 r.name,
                 r.n,
@@ -198,5 +208,8 @@ fn main() {
                 r.cpu * 1e6 / r.n as f64
             );
         }
+        out
     });
+    drop(guard);
+    out
 }

@@ -3,11 +3,17 @@
 # haproxy, measured by ../shared/bench/proxy-compare.sh in one run on this machine.
 #
 # 1. builds gce-emulator in release mode and starts it pinned to CPU 0 (like the peers) with ONE
-#    data plane worker thread (--dataplane-threads 1) and ephemeral listener ports;
-# 2. builds one load balancer through the REST API with curl (lb.sh): NEG endpoint
-#    127.0.0.1:18081, backend service, URL map (host rule shop.example), target HTTP and HTTPS
-#    proxies (self-signed ECDSA P-256 certificate), two global forwarding rules;
-# 3. runs proxy-compare.sh --target http://IP:PORT/ --target-tls https://IP:PORT/ --target-pid PID.
+#    data plane worker thread (--dataplane-threads 1), ephemeral listener ports and the
+#    emulator's defaults (NEG endpoints validated against their instance, firewall enforced);
+# 2. builds one load balancer through the REST API with curl, as a user would (lb.sh): the
+#    backend's VM and the firewall rule admitting Google's ranges to it, NEG endpoint
+#    127.0.0.1:18081 on that VM, backend service, URL map (host rule shop.example), target HTTP
+#    and HTTPS proxies (self-signed ECDSA P-256 certificate), two global forwarding rules;
+# 3. runs proxy-compare.sh --target http://IP:PORT/ --target-tls https://IP:PORT/ --target-pid PID
+#    and prints its `target` rows as `emulator`.
+#    Without proxy-compare.sh, or without nginx, haproxy or wrk (a user's clone has no
+#    ../shared/), it says why and measures the emulator alone (load.sh: nginx and wrk if
+#    installed, else loadgen.py), scenarios ka64 and tls64, in the same table's columns.
 #
 # The backend service has no health check: proxy-compare.sh starts the backend (127.0.0.1:18081)
 # only after the load balancer exists and checks routing at once, before a probe could pass.
@@ -18,7 +24,8 @@
 #
 # Environment: EMULATOR (prebuilt binary, skips the build), COMPARE (script path), NICE (the
 # priority of the emulator and, through --nice, of the peers; default -20 as root, else 0),
-# COMPARE_ARGS (extra arguments, e.g. "--duration 5 --runs 1"), INSTALL=1 (pass --install),
+# COMPARE_ARGS (extra arguments, e.g. "--duration 5 --runs 1"), DURATION (seconds per run when
+# the emulator is measured alone; default 15), INSTALL=1 (pass --install),
 # ROUNDS (run proxy-compare.sh that many times and add a table of per-round ratios to nginx:
 # median and range; default 1),
 # IDLE_CONNS (idle connections for the memory figure, default 2000), BENCH_SCALE (control-plane
@@ -29,15 +36,30 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../../.." && pwd)
 COMPARE=${COMPARE:-$REPO/../shared/bench/proxy-compare.sh}
-[[ -f $COMPARE ]] || { echo "run.sh: proxy-compare.sh not found (set COMPARE)" >&2; exit 2; }
+# Why the emulator is measured alone, if it is: the comparison needs proxy-compare.sh and the
+# tools it drives (INSTALL=1 lets it install them).
+ALONE=""
+if [[ ! -f $COMPARE ]]; then
+  ALONE="proxy-compare.sh not found ($COMPARE)"
+elif [[ ${INSTALL:-0} != 1 ]]; then
+  for c in nginx haproxy wrk; do
+    command -v $c >/dev/null || { ALONE="$c is not installed (INSTALL=1 installs it)"; break; }
+  done
+fi
 
 # shellcheck source=lb.sh
 source "$HERE/lb.sh"
+# shellcheck source=load.sh
+source "$HERE/load.sh"
 lb_binary
 
 T=$(mktemp -d /tmp/dataplane-bench.XXXXXX)
-EMU_PID=""
-cleanup() { [[ -n $EMU_PID ]] && kill -TERM "$EMU_PID" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$T"; }
+EMU_PID="" BE_PID=""
+cleanup() {
+  for p in $EMU_PID $BE_PID; do kill -TERM "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$T"
+}
 trap cleanup EXIT
 
 # The peers and the backend run under `nice -n NICE` (proxy-compare.sh's default: -20 as root)
@@ -45,18 +67,42 @@ trap cleanup EXIT
 # scheduler would hand the CPU to the backend at every upstream write, one request at a time.
 NICE=${NICE:-$([[ $EUID == 0 ]] && echo -20 || echo 0)}
 lb_emulator taskset -c "${PCPU:-0}" nice -n "$NICE" "$EMULATOR"
+[[ -n $ALONE ]] && load_backend
 lb_build
 HTTP=$(lb_sock shop-http) HTTPS=$(lb_sock shop-https)
 echo "run.sh: target http://$HTTP/ and https://$HTTPS/" >&2
+
+if [[ -n $ALONE ]]; then
+  echo "run.sh: the emulator alone, no nginx and haproxy rows: $ALONE" >&2
+  DURATION=${DURATION:-15}
+  cpu_us() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.0f", ($14 + $15) * 1e6 / hz}' "/proc/$EMU_PID/stat"; }
+  fmt_us() { awk -v u="$1" 'BEGIN{ if (u >= 1000) printf "%.2fms", u/1000; else printf "%.0fus", u }'; }
+  echo "emulator alone ($ALONE), load $(load_kind), backend $BACKEND_KIND, ${DURATION}s/run, nice $NICE," \
+    "emulator+backend on CPU ${PCPU:-0}, load on CPU ${LCPU:-1}, $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ)"
+  echo
+  echo "| proxy | scenario | RPS | p50 | p99 | RPS vs nginx | proxy CPU us/req | CPU % proxy/backend/wrk/other | wrk errors |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
+  for sc in ka64 tls64; do
+    url="http://$HTTP/"
+    [[ $sc == tls64 ]] && url="https://$HTTPS/"
+    c0=$(cpu_us)
+    read -r n rps p50 p99 errs <<<"$(load_run "$url" 64 "$DURATION")"
+    c1=$(cpu_us)
+    per=$(awk -v c=$((c1 - c0)) -v n="${n:-0}" 'BEGIN{printf "%.1f", n > 0 ? c / n : 0}')
+    printf '| emulator | %s | %.0f | %s | %s | - | %s | - | %s |\n' "$sc" "${rps:-0}" "$(fmt_us "${p50:-0}")" \
+      "$(fmt_us "${p99:-0}")" "$per" "${errs:--}"
+  done
+fi
 
 args=(--target "http://$HTTP/" --target-tls "https://$HTTPS/" --target-pid "$EMU_PID" --nice "$NICE")
 install=()
 [[ ${INSTALL:-0} == 1 ]] && install=(--install)
 ROUNDS=${ROUNDS:-1}
+[[ -n $ALONE ]] && ROUNDS=0
 for ((round = 1; round <= ROUNDS; round++)); do
   [[ $ROUNDS -gt 1 ]] && echo "run.sh: round $round of $ROUNDS" >&2
   # shellcheck disable=SC2086
-  bash "$COMPARE" "${install[@]}" "${args[@]}" ${COMPARE_ARGS:-} | tee -a "$T/tables"
+  bash "$COMPARE" "${install[@]}" "${args[@]}" ${COMPARE_ARGS:-} | sed -u 's/^| target |/| emulator |/' | tee -a "$T/tables"
   install=()
 done
 

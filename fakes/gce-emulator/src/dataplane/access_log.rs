@@ -13,8 +13,7 @@ use std::sync::mpsc;
 use http::Request;
 use serde::Serialize;
 
-use crate::dataplane::armor::PolicyLog;
-use crate::dataplane::proxy::ConnInfo;
+use crate::dataplane::exchange::ConnInfo;
 
 /// A response extension naming Cloud Logging's `statusDetails` for responses the proxy made
 /// itself (`failed_to_pick_backend`, `denied_by_security_policy`, `response_from_cache`, ...).
@@ -37,6 +36,35 @@ pub struct CacheLog {
     pub cache_fill_bytes: u64,
     /// Why the response was or was not cached (e.g. `RESPONSE_HAS_SET_COOKIE`).
     pub cache_decision: Vec<&'static str>,
+}
+
+/// `rateLimitAction` of a log entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RateLimitLog {
+    /// The key the request was counted under.
+    pub key: String,
+    /// RATE_LIMIT_THRESHOLD_CONFORM, RATE_LIMIT_THRESHOLD_EXCEED or BAN_THRESHOLD_EXCEED.
+    pub outcome: &'static str,
+}
+
+/// `enforcedSecurityPolicy` / `previewSecurityPolicy` of Cloud Logging's load balancer log entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyLog {
+    /// The policy name.
+    pub name: String,
+    /// The deciding rule's priority.
+    pub priority: i64,
+    /// ALLOW, DENY, REDIRECT, THROTTLE, RATE_BASED_BAN.
+    pub configured_action: &'static str,
+    /// ACCEPT or DENY.
+    pub outcome: &'static str,
+    /// Preconfigured WAF signatures that matched.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub preconfigured_expr_ids: Vec<String>,
+    /// For rate-limited rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limit_action: Option<RateLimitLog>,
 }
 
 /// One access log line.

@@ -7,88 +7,24 @@
 //! `connectionDraining.drainingTimeoutSec`, `customRequestHeaders`, `customResponseHeaders`,
 //! `backends[].group`, `backends[].capacityScaler`, `healthChecks`, `securityPolicy`, `logConfig`, `enableCDN`, `cdnPolicy`, `iap`.
 
-use std::hash::{Hash, Hasher};
-use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
+pub use crate::dataplane::endpoint::Endpoint;
+pub use crate::dataplane::upstream::BackendProtocol;
 
 use crate::dataplane::armor::SecurityPolicy;
 use crate::dataplane::cdn::Cdn;
+use crate::dataplane::endpoint::stable_hash;
 use crate::dataplane::iap::Iap;
 use crate::dataplane::logging::LogConfig;
 use crate::dataplane::metrics::BackendMetrics;
-use crate::health_state::HealthKey;
 use crate::snapshot::ResourceKey;
 
 /// The name of the cookie of `GENERATED_COOKIE` affinity (Compute API: "the cookie is named GCLB").
 pub const AFFINITY_COOKIE: &str = "GCLB";
-
-/// One endpoint as seen by one backend service. Shared (by `Arc`) between routing tables of
-/// successive snapshots and the health checker, so health and load survive recompiles.
-#[derive(Debug)]
-pub struct Endpoint {
-    /// Its identity in the health table.
-    pub key: HealthKey,
-    /// Where to connect.
-    pub addr: SocketAddr,
-    /// `ip:port` as a URI authority, built once.
-    pub authority: http::uri::Authority,
-    /// Opaque `GCLB` cookie value that selects this endpoint (hex of a hash of the address).
-    pub cookie: String,
-    /// Written by the health checker: true once `healthyThreshold` probes passed.
-    pub healthy: AtomicBool,
-    /// Requests currently forwarded to it (for LEAST_REQUEST).
-    pub in_flight: AtomicUsize,
-    /// Its idle HTTP/1 connections.
-    pub pool: crate::dataplane::upstream::Http1Pool,
-    /// `connectionDraining.drainingTimeoutSec` that applies once it is removed: the largest
-    /// over the backend services using its NEG (seconds; set at each compile).
-    pub draining_timeout_sec: AtomicU64,
-    /// Cancelled when its connection draining ends after it was removed (see
-    /// [`crate::dataplane::draining`]): its upstream connections close and requests still in
-    /// flight on it are cut.
-    pub drained: CancellationToken,
-    /// Whether the firewall of its network admits health-check probes and proxied connections
-    /// (set at each compile by [`crate::dataplane::firewall`]).
-    pub admission: crate::network::Admission,
-}
-
-impl Endpoint {
-    /// A new endpoint; it starts UNHEALTHY, as in the Compute API, until its probes pass.
-    pub fn new(key: HealthKey, addr: SocketAddr) -> Endpoint {
-        let cookie = format!("{:016x}", stable_hash(&addr));
-        let authority = addr
-            .to_string()
-            .parse()
-            .expect("a socket address is a valid authority");
-        Endpoint {
-            key,
-            addr,
-            authority,
-            cookie,
-            healthy: AtomicBool::new(false),
-            in_flight: AtomicUsize::new(0),
-            pool: Default::default(),
-            draining_timeout_sec: AtomicU64::new(0),
-            drained: CancellationToken::new(),
-            admission: Default::default(),
-        }
-    }
-}
-
-/// `protocol` of a backend service: how the proxy talks to endpoints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendProtocol {
-    /// HTTP/1.1 over TCP.
-    Http,
-    /// HTTP/1.1 over TLS (endpoint certificates are not verified, like Google's proxies).
-    Https,
-    /// HTTP/2 over TLS.
-    Http2,
-}
 
 /// `sessionAffinity`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,6 +78,13 @@ pub struct BackendService {
     pub cdn: Option<Arc<Cdn>>,
     /// IAP, when `iap.enabled` is true.
     pub iap: Option<Iap>,
+    /// Whether any edge feature is on (request logs, Cloud CDN, Cloud Armor, IAP): decided by
+    /// [`BackendService::seal_features`] when the snapshot is compiled, so a request to a
+    /// backend service without them takes one branch past all four (proxy/edge.rs).
+    pub edge: bool,
+    /// Whether the firewall refuses proxied connections to any of its endpoints (set by the
+    /// compiler from firewall.rs's verdicts); only then does a request check its endpoint's.
+    pub firewall_gated: bool,
     /// Metrics handles.
     pub metrics: BackendMetrics,
     rr: AtomicUsize,
@@ -154,14 +97,6 @@ pub struct Pick {
     pub endpoint: Arc<Endpoint>,
     /// Whether the response must set the `GCLB` cookie (new or stale affinity cookie).
     pub set_cookie: bool,
-}
-
-fn stable_hash<T: Hash>(t: &T) -> u64 {
-    // SipHash with fixed keys: stable for the process and across restarts.
-    #[allow(deprecated)]
-    let mut h = std::hash::SipHasher::new_with_keys(0x6763_6c62, 0x6166_6669);
-    t.hash(&mut h);
-    h.finish()
 }
 
 /// Parses `customRequestHeaders` / `customResponseHeaders` entries (`"Name: value"`).
@@ -199,9 +134,31 @@ impl BackendService {
             log_config: None,
             cdn: None,
             iap: None,
+            edge: false,
+            firewall_gated: false,
             metrics,
             rr: AtomicUsize::new(0),
         }
+    }
+
+    /// Records which features are configured, once its fields are set: a request then pays
+    /// only for those ([`BackendService::edge`]).
+    pub fn seal_features(&mut self) {
+        self.edge = self.log_config.is_some()
+            || self.security_policy.is_some()
+            || self.iap.is_some()
+            || self.cdn.is_some();
+    }
+
+    /// Whether the load of each endpoint (requests in flight) must be counted: only
+    /// `LEAST_REQUEST` reads it.
+    pub fn counts_in_flight(&self) -> bool {
+        self.policy == LbPolicy::LeastRequest
+    }
+
+    /// Whether picking needs a random number (`RANDOM`); the others take none.
+    pub fn draws_random(&self) -> bool {
+        self.policy == LbPolicy::Random
     }
 
     fn eligible(&self, e: &Endpoint) -> bool {
@@ -310,6 +267,8 @@ pub fn affinity_cookie_value(headers: &http::HeaderMap) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::health_state::HealthKey;
+    use std::net::SocketAddr;
 
     fn ep(port: u16, healthy: bool) -> Arc<Endpoint> {
         let key = HealthKey {

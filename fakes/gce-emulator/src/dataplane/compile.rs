@@ -94,10 +94,7 @@ fn kind_of(key: &str) -> Option<&str> {
     parts.len().checked_sub(2).map(|i| parts[i])
 }
 
-/// First port of a `portRange` such as `"80-80"` or `"443"`.
-pub fn first_port(port_range: &str) -> Option<u16> {
-    port_range.split('-').next()?.trim().parse().ok()
-}
+pub use crate::dataplane::tls_route::first_port;
 
 /// The NEG keys a backend service's `backends[].group` name.
 fn backend_groups(v: &Value) -> impl Iterator<Item = (&Value, ResourceKey)> {
@@ -236,6 +233,7 @@ fn compile_backend_service(
             keys: signed_url_keys(snap, key),
         }));
     }
+    bs.seal_features();
     bs
 }
 
@@ -324,8 +322,15 @@ fn without_alpn(cfg: Arc<ServerConfig>) -> Arc<ServerConfig> {
     Arc::new(c)
 }
 
-/// Compiles `snap`. Problems in one load balancer are logged and confined to it.
-pub fn compile(snap: &Snapshot, carry: &mut Carry, metrics: &Metrics) -> Compiled {
+/// Compiles `snap`. Problems in one load balancer are logged and confined to it. With
+/// `enforce_firewall`, the VPC firewall decides which endpoints probes and proxied connections
+/// reach (firewall.rs); else all are admitted.
+pub fn compile(
+    snap: &Snapshot,
+    carry: &mut Carry,
+    metrics: &Metrics,
+    enforce_firewall: bool,
+) -> Compiled {
     let mut next_eps = HashMap::new();
     let mut next_tls = HashMap::new();
     let mut probes = Vec::new();
@@ -336,7 +341,7 @@ pub fn compile(snap: &Snapshot, carry: &mut Carry, metrics: &Metrics) -> Compile
     for (k, v) in &snap.resources {
         if kind_of(k) == Some("backendServices") {
             index.insert(k.clone(), services.len());
-            services.push(Arc::new(compile_backend_service(
+            services.push(compile_backend_service(
                 k,
                 v,
                 snap,
@@ -345,10 +350,21 @@ pub fn compile(snap: &Snapshot, carry: &mut Carry, metrics: &Metrics) -> Compile
                 &mut next_eps,
                 metrics,
                 &mut probes,
-            )));
+            ));
         }
     }
-    let services = Arc::new(services);
+    // The firewall's verdicts, before the backend services are sealed: each then knows whether
+    // requests must look at them.
+    crate::dataplane::firewall::admit(snap, &probes, &services, enforce_firewall);
+    let services: Arc<Vec<Arc<BackendService>>> = Arc::new(
+        services
+            .into_iter()
+            .map(|mut bs| {
+                bs.firewall_gated = bs.endpoints.iter().any(|e| !e.admission.traffic());
+                Arc::new(bs)
+            })
+            .collect(),
+    );
     let mut frontends = BTreeMap::new();
     for (k, rule) in &snap.resources {
         if kind_of(k) != Some("forwardingRules") {

@@ -10,8 +10,9 @@
 //! - The compiler ([`crate::dataplane::compile`]) leaves a removed endpoint out of the new
 //!   routing tables, so no new request picks it, and returns it; [`start`] then cancels its
 //!   [`Endpoint::drained`] token when its timeout ([`Endpoint::draining_timeout_sec`]) elapses.
-//! - HTTP backends: the task of each upstream HTTP/1 connection to the endpoint stops driving
-//!   the connection when the token fires (`upstream.rs`), which closes the socket. hyper then
+//! - HTTP backends: when the token fires, the task of each upstream HTTP/1 connection to the
+//!   endpoint is aborted (`upstream.rs`, `Http1Pool::close_all`), which closes the socket: the
+//!   connections do not watch the token themselves, which cost a lock on every request. hyper then
 //!   fails a request still waiting for its response headers (the client gets 502
 //!   `backend_connection_closed_before_data_sent_to_client`) and a response body still being
 //!   streamed (the client's connection or stream is aborted, never ended as if complete).
@@ -24,22 +25,30 @@
 //! happens at the timeout.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::dataplane::backend_service::Endpoint;
 
 /// Starts draining an endpoint that left the routing tables: its token is cancelled after
 /// its `draining_timeout_sec` (at once for 0). Must be called inside a Tokio runtime.
-pub fn start(ep: &Endpoint) {
+pub fn start(ep: &Arc<Endpoint>) {
     let secs = ep.draining_timeout_sec.load(Ordering::Relaxed);
     tracing::info!(endpoint = %ep.addr, backend_service = %ep.key.backend_service, neg = %ep.key.neg, draining_timeout_sec = secs, "endpoint removed; draining");
     if secs == 0 {
-        ep.drained.cancel();
+        end(ep);
         return;
     }
-    let token = ep.drained.clone();
+    let ep = ep.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(secs)).await;
-        token.cancel();
+        end(&ep);
     });
+}
+
+/// The end of an endpoint's draining: its token is cancelled (HTTPS and HTTP2 requests, response
+/// bodies and WebSockets race it) and its HTTP/1 connections are closed.
+fn end(ep: &Endpoint) {
+    ep.drained.cancel();
+    ep.pool.close_all();
 }

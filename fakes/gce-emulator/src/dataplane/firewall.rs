@@ -10,35 +10,37 @@
 //! [`PROXY_SOURCE`](crate::network::PROXY_SOURCE) to the endpoint's port (regional load
 //! balancers: from their proxy-only subnet, [`internal::proxy_source`]). What the verdicts do:
 //! - health.rs: a refused probe is a dropped packet, so it fails after the check's `timeoutSec`;
-//! - proxy.rs: a refused connection is 502 `failed_to_connect_to_backend`.
+//! - proxy.rs: a refused connection is 502 `failed_to_connect_to_backend`; only backend
+//!   services with a refused endpoint check it per request (`BackendService::firewall_gated`,
+//!   decided when the snapshot is compiled).
 //!
 //! With enforcement off (`gce-emulator --enforce-firewall=false`) everything is admitted.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::dataplane::backend_service::Endpoint;
-use crate::dataplane::compile::Compiled;
+use crate::dataplane::backend_service::{BackendService, Endpoint};
+use crate::dataplane::health::ProbeTarget;
 use crate::dataplane::internal;
 use crate::network::{NetworkModel, PROBE_SOURCE};
 use crate::snapshot::{NetworkEndpoint, Snapshot};
 
-/// Sets the admission of every endpoint `compiled` holds (probed or routed to) from the
-/// firewall rules and instances of `snap`; with `enforce` false, opens them all.
-pub fn admit(snap: &Snapshot, compiled: &Compiled, enforce: bool) {
+/// Sets the admission of every endpoint of `services` and `probes` from the firewall rules and
+/// instances of `snap`; with `enforce` false, opens them all. Called by the compiler before it
+/// seals the backend services, so that each knows whether any of its endpoints is refused
+/// ([`BackendService::firewall_gated`]): a backend service whose endpoints are all admitted
+/// does not look at the verdicts per request.
+pub fn admit(snap: &Snapshot, probes: &[ProbeTarget], services: &[BackendService], enforce: bool) {
     // Every endpoint once, with the port its probes use (if it is probed).
     let mut endpoints: HashMap<*const Endpoint, (Arc<Endpoint>, Option<u16>)> = HashMap::new();
-    for t in &compiled.probes {
+    for t in probes {
         let port = t.spec.port.unwrap_or(t.endpoint.addr.port());
         endpoints.insert(Arc::as_ptr(&t.endpoint), (t.endpoint.clone(), Some(port)));
     }
-    if let Some(fe) = compiled.frontends.values().next() {
-        // Every frontend shares the one list of compiled backend services.
-        for ep in fe.services.iter().flat_map(|bs| bs.endpoints.iter()) {
-            endpoints
-                .entry(Arc::as_ptr(ep))
-                .or_insert_with(|| (ep.clone(), None));
-        }
+    for ep in services.iter().flat_map(|bs| bs.endpoints.iter()) {
+        endpoints
+            .entry(Arc::as_ptr(ep))
+            .or_insert_with(|| (ep.clone(), None));
     }
     if !enforce {
         for (ep, _) in endpoints.values() {

@@ -19,12 +19,11 @@
 //!   HTTP and HTTPS backends keep the emulator's older rule (time to the response headers), a
 //!   documented difference: their per-request cost stays as benchmarked.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use http::header::{HeaderMap, HeaderValue, TE};
 
+pub use crate::dataplane::upstream::BodyEnd;
 use crate::dataplane::upstream::UpstreamError;
 
 /// Whether the request's `TE` header lists `trailers` (RFC 9110 §10.1.4: a comma-separated
@@ -43,10 +42,6 @@ pub fn asks_for_trailers(headers: &HeaderMap) -> bool {
 
 /// The `TE` value an HTTP/2 request may carry (RFC 9113 §8.2.2).
 pub static TE_TRAILERS: HeaderValue = HeaderValue::from_static("trailers");
-
-/// A future that ends a response body: the endpoint's connection draining or, for HTTP/2
-/// backends, the end of `timeoutSec`; its output is the error the body then fails with.
-pub type BodyEnd = Pin<Box<dyn Future<Output = UpstreamError> + Send>>;
 
 /// The end of a stream whose exchange started `elapsed` ago under `timeoutSec` = `limit`:
 /// resolves when the rest of `limit` has passed.

@@ -16,6 +16,8 @@ pub mod cdn;
 pub mod coarse_timer;
 pub mod compile;
 pub mod draining;
+pub mod endpoint;
+pub mod exchange;
 pub mod explain;
 pub mod firewall;
 pub mod grpc;
@@ -31,6 +33,7 @@ pub mod mirror;
 pub mod proxy;
 pub mod quic;
 pub mod request_checks;
+pub mod serve;
 pub mod tls;
 pub mod tls_route;
 pub mod upstream;
@@ -302,8 +305,12 @@ struct Manager {
 
 impl Manager {
     fn apply(&mut self, snap: &Snapshot) {
-        let compiled = compile::compile(snap, &mut self.carry, &self.shared.metrics);
-        firewall::admit(snap, &compiled, self.enforce_firewall);
+        let compiled = compile::compile(
+            snap,
+            &mut self.carry,
+            &self.shared.metrics,
+            self.enforce_firewall,
+        );
         self.checker.reconcile(compiled.probes);
         for ep in &compiled.removed {
             draining::start(ep);

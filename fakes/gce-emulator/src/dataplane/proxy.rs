@@ -11,16 +11,14 @@
 //! No healthy endpoint: the classic Application Load Balancer answers 502
 //! (`failed_to_pick_backend`); it does not fail open to unhealthy endpoints.
 
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
 use arc_swap::ArcSwapOption;
-use bytes::Bytes;
-use http::header::{HeaderValue, HOST, LOCATION, SET_COOKIE, TE, UPGRADE};
+use http::header::{HeaderValue, HOST, LOCATION, SET_COOKIE, TE};
 use http::{Request, Response, StatusCode, Uri};
-use http_body_util::{Either, Full};
+use http_body_util::Either;
 use hyper::body::Incoming;
 
 use crate::dataplane::access_log::{AccessLog, AccessRecord, StatusDetails};
@@ -31,9 +29,8 @@ use crate::dataplane::coarse_timer::CoarseTimer;
 use crate::dataplane::compile::Frontend;
 use crate::dataplane::grpc;
 use crate::dataplane::mirror;
-use crate::dataplane::quic;
 use crate::dataplane::request_checks;
-use crate::dataplane::upstream::{Upstream, UpstreamBody};
+use crate::dataplane::upstream::Upstream;
 use crate::dataplane::url_map::{
     normalize_path, redirect_location, rewrite_path, RequestView, RouteAction,
 };
@@ -42,60 +39,22 @@ use crate::dataplane::{armor, cdn, iap, logging};
 mod edge;
 mod headers;
 
+use crate::dataplane::exchange::{VIA, VIA_NAME};
 pub(crate) use headers::strip_port;
 use headers::{
-    expand, remove_hop_by_hop, request_host, VIA, VIA_NAME, X_FORWARDED_FOR, X_FORWARDED_PROTO,
+    expand, remove_hop_by_hop, remove_seen, request_host, X_FORWARDED_FOR, X_FORWARDED_PROTO,
 };
 
-/// Response body: the endpoint's streamed body or a local one.
-pub type Body = Either<UpstreamBody, Full<Bytes>>;
+pub use crate::dataplane::exchange::{local, Body, ConnInfo};
 
-/// What the proxy knows of one client connection.
+/// One client connection as the proxy serves it: what features see of it ([`ConnInfo`]) and the
+/// frontend slot of its listener, read per request so that changes apply live.
 #[derive(Debug)]
-pub struct ConnInfo {
-    /// Client socket.
-    pub client: SocketAddr,
-    /// The frontend slot of the listener (read per request so changes apply live).
+pub struct Connection {
+    /// Client, TLS and forwarding facts.
+    pub info: ConnInfo,
+    /// The frontend slot of the listener.
     pub frontend: Arc<ArcSwapOption<Frontend>>,
-    /// Whether the client connected with TLS.
-    pub https: bool,
-    /// SNI the client sent.
-    pub sni: Option<String>,
-    /// Negotiated TLS version, e.g. `TLSv1_3`.
-    pub tls_version: Option<String>,
-    /// `<client IP>, <LB IP>`: what this connection appends to `X-Forwarded-For`.
-    pub forwarded_for: String,
-    /// The same as a header value.
-    pub forwarded_for_value: HeaderValue,
-    /// The listener's local port: where `Alt-Svc` points HTTP/3 clients (quic.rs).
-    pub local_port: u16,
-}
-
-impl ConnInfo {
-    /// Connection facts for a client of the listener on `lb_ip`.
-    pub fn new(
-        client: SocketAddr,
-        lb_ip: std::net::IpAddr,
-        frontend: Arc<ArcSwapOption<Frontend>>,
-        tls: Option<(Option<String>, Option<String>)>,
-        local_port: u16,
-    ) -> ConnInfo {
-        let forwarded_for = format!("{}, {lb_ip}", client.ip());
-        let forwarded_for_value =
-            HeaderValue::from_str(&forwarded_for).unwrap_or(HeaderValue::from_static(""));
-        let https = tls.is_some();
-        let (sni, tls_version) = tls.unwrap_or_default();
-        ConnInfo {
-            client,
-            frontend,
-            https,
-            sni,
-            tls_version,
-            forwarded_for,
-            forwarded_for_value,
-            local_port,
-        }
-    }
 }
 
 /// Shared by every request.
@@ -115,18 +74,6 @@ pub struct ProxyContext {
     pub cdn: Arc<cdn::store::Store>,
     /// IAP's key and allowed identities.
     pub iap: Arc<iap::State>,
-}
-
-/// A response made by the proxy itself (`text/plain`, `Via: 1.1 google`).
-pub(crate) fn local(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
-    let mut r = Response::new(Either::Right(Full::new(body.into())));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    r.headers_mut().insert(VIA_NAME.clone(), VIA.clone());
-    r
 }
 
 /// An answer of the load balancer itself, as Google's error page (request_checks.rs), with its
@@ -156,11 +103,12 @@ impl Drop for InFlight {
 /// Handles one request from `conn`.
 pub async fn handle(
     ctx: Arc<ProxyContext>,
-    conn: Arc<ConnInfo>,
+    connection: Arc<Connection>,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, std::convert::Infallible> {
     let start = Instant::now();
-    let Some(fe) = conn.frontend.load_full() else {
+    let conn = &connection.info;
+    let Some(fe) = connection.frontend.load_full() else {
         return Ok(local(
             StatusCode::SERVICE_UNAVAILABLE,
             "503 Service Unavailable: the forwarding rule was deleted\n",
@@ -169,13 +117,13 @@ pub async fn handle(
     let mut rec = ctx
         .access_log
         .as_ref()
-        .map(|_| AccessRecord::new(&fe.rule, &conn, &req));
+        .map(|_| AccessRecord::new(&fe.rule, conn, &req));
     let (mut resp, backend) = match request_checks::check(&req) {
         Err(r) => (error_response(r.status, r.status_details, &r.why), None),
-        Ok(()) => forward(&ctx, &conn, &fe, req, &mut rec).await,
+        Ok(()) => forward(&ctx, conn, &fe, req, &mut rec).await,
     };
     if fe.quic {
-        quic::advertise(resp.headers_mut(), conn.local_port);
+        crate::dataplane::exchange::advertise(resp.headers_mut(), conn.local_port);
     }
     let status = resp.status().as_u16();
     let secs = start.elapsed().as_secs_f64();
@@ -188,7 +136,17 @@ pub async fn handle(
         rec.latency_ms = secs * 1000.0;
         rec.finish(&resp);
         if let (true, Some(bs)) = (rec.cloud_log, &backend) {
-            ctx.logs.record(&fe, bs, &rec);
+            let src = logging::Source {
+                rule: &fe.rule,
+                https: fe.tls.is_some(),
+                ip: fe.ip,
+                port: fe.port,
+                url_map: &fe.url_map,
+                target_proxy: &fe.target_proxy,
+                backend_service: &bs.key,
+                log_config: bs.log_config.as_ref(),
+            };
+            ctx.logs.record(&src, &rec);
         }
         if let Some(log) = &ctx.access_log {
             log.write(rec);
@@ -294,15 +252,19 @@ async fn forward(
         SessionAffinity::GeneratedCookie { .. } => affinity_cookie_value(req.headers()),
         _ => None,
     };
-    let Some(pick) = bs.pick(conn.client.ip(), cookie, rand::random()) else {
+    // Only RANDOM load balancing draws a random number.
+    let random = if bs.draws_random() { rand::random() } else { 0 };
+    let Some(pick) = bs.pick(conn.client.ip(), cookie, random) else {
         let why = format!("backend service {} has no healthy endpoint", bs.key);
         return (bad_gateway("failed_to_pick_backend", why), Some(bs));
     };
-    let ep = pick.endpoint.clone();
+    let set_cookie = pick.set_cookie;
+    let ep = pick.endpoint;
     if let Some(r) = rec.as_mut() {
         r.endpoint = ep.addr.to_string();
     }
-    if !ep.admission.traffic() {
+    // Only a backend service with an endpoint the firewall refuses looks (compile.rs).
+    if bs.firewall_gated && !ep.admission.traffic() {
         // The firewall drops the connection from Google's front end (dataplane/firewall.rs).
         let why = format!(
             "endpoint {} of backend service {}: {}",
@@ -358,21 +320,27 @@ async fn forward(
     if let Some(pq) = origin_form {
         *req.uri_mut() = Uri::from(pq);
     }
-    let upgrade = req.headers().contains_key(UPGRADE);
+    // One pass over the header names instead of a hashed lookup for each name asked about.
+    let seen = headers::scan(req.headers());
+    let upgrade = seen.upgrade;
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
     let version = req.version();
     let te_trailers =
         bs.protocol == BackendProtocol::Http2 && grpc::asks_for_trailers(req.headers());
     let headers = req.headers_mut();
-    remove_hop_by_hop(headers, upgrade);
+    remove_seen(headers, &seen, upgrade);
     if let Some(h) = host_value {
         headers.insert(HOST, h);
-    } else if !headers.contains_key(HOST) {
+    } else if !seen.host {
         if let Some(h) = host_value_in.clone() {
             headers.insert(HOST, h);
         }
     }
-    let xff = match headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()) {
+    let previous = match seen.forwarded_for {
+        true => headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()),
+        false => None,
+    };
+    let xff = match previous {
         Some(prev) => HeaderValue::from_str(&format!("{prev}, {}", conn.forwarded_for)).ok(),
         None => Some(conn.forwarded_for_value.clone()),
     };
@@ -411,8 +379,11 @@ async fn forward(
         None
     };
 
-    ep.in_flight.fetch_add(1, Ordering::Relaxed);
-    let guard = InFlight(ep.clone());
+    // Requests in flight are counted only for LEAST_REQUEST, the one policy that reads them.
+    let guard = bs.counts_in_flight().then(|| {
+        ep.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(ep.clone())
+    });
     // Pinned here, in this future's state: handed to the timeout by value, the send future
     // (1.7 KiB) was stored twice more and copied on every request.
     let send = std::pin::pin!(ctx.upstream.send(bs.protocol, &ep, req));
@@ -506,7 +477,7 @@ async fn forward(
     for ha in header_actions.iter().flatten() {
         ha.apply_response(h);
     }
-    if pick.set_cookie {
+    if set_cookie {
         if let Ok(v) = HeaderValue::from_str(&bs.affinity_cookie(&ep)) {
             h.append(SET_COOKIE, v);
         }

@@ -23,28 +23,21 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
 use bytes::{Buf, Bytes};
-use http::header::{HeaderMap, HeaderValue, ALT_SVC};
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, SizeHint};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio_util::sync::CancellationToken;
 
 use crate::dataplane::compile::Frontend;
-use crate::dataplane::listener::{self, Serving, TLS_HANDSHAKE_TIMEOUT};
-use crate::dataplane::proxy::ConnInfo;
-
-/// `ma` of the `Alt-Svc` header: 30 days, as Google's front ends send.
-pub const ALT_SVC_MAX_AGE: u32 = 2_592_000;
+use crate::dataplane::exchange::ConnInfo;
+use crate::dataplane::proxy::Connection;
+use crate::dataplane::serve::{self, Serving};
+use crate::dataplane::tls::TLS_HANDSHAKE_TIMEOUT;
 
 /// Buffer of the in-memory HTTP/2 connection between a QUIC connection and the proxy.
 const BRIDGE_BUFFER: usize = 256 * 1024;
 
-/// Adds the `Alt-Svc` header that advertises HTTP/3 on UDP `port`.
-pub fn advertise(headers: &mut HeaderMap, port: u16) {
-    if let Ok(v) = HeaderValue::from_str(&format!("h3=\":{port}\"; ma={ALT_SVC_MAX_AGE}")) {
-        headers.insert(ALT_SVC, v);
-    }
-}
+pub use crate::dataplane::exchange::{advertise, ALT_SVC_MAX_AGE};
 
 /// A QUIC endpoint serving HTTP/3 for one forwarding rule; closed on [`QuicListener::close`]
 /// or drop.
@@ -200,18 +193,20 @@ async fn serve_connection(
         .handshake_data()
         .and_then(|d| d.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
         .and_then(|d| d.server_name);
-    let info = Arc::new(ConnInfo::new(
-        conn.remote_address(),
-        lb_ip,
-        slot,
-        Some((sni, Some("TLSv1_3".to_string()))),
-        local_port,
-    ));
+    let info = Arc::new(Connection {
+        info: ConnInfo::new(
+            conn.remote_address(),
+            lb_ip,
+            Some((sni, Some("TLSv1_3".to_string()))),
+            local_port,
+        ),
+        frontend: slot,
+    });
     // The proxy's end of the in-memory HTTP/2 connection.
     let (ours, theirs) = tokio::io::duplex(BRIDGE_BUFFER);
     let proxy_stop = stop.clone();
     tokio::spawn(async move {
-        listener::drive(TokioIo::new(theirs), true, info, &serving, &proxy_stop).await;
+        serve::drive(TokioIo::new(theirs), true, info, &serving, &proxy_stop).await;
     });
     let sender =
         match hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(ours)).await

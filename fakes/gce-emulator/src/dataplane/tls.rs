@@ -13,11 +13,15 @@
 //! all contain every suite rustls offers (ECDHE with AEAD ciphers).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls::server::{ClientHello, ResolvesServerCert, ServerSessionMemoryCache};
 use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
 use serde_json::Value;
+
+/// Time to complete a TLS handshake.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Errors building a proxy's TLS configuration. Each names the object at fault.
 #[derive(Debug, thiserror::Error)]

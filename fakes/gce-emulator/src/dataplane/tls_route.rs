@@ -31,10 +31,14 @@ use tokio::net::{TcpSocket, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 use crate::dataplane::backend_service::BackendService;
-use crate::dataplane::compile::first_port;
-use crate::dataplane::listener::TLS_HANDSHAKE_TIMEOUT;
+use crate::dataplane::tls::TLS_HANDSHAKE_TIMEOUT;
 use crate::dataplane::ListenerInfo;
 use crate::snapshot::{key_from_url, ResourceKey, Snapshot};
+
+/// First port of a `portRange` such as `"80-80"` or `"443"`.
+pub fn first_port(port_range: &str) -> Option<u16> {
+    port_range.split('-').next()?.trim().parse().ok()
+}
 
 /// Largest ClientHello read before routing (a TLS record holds at most 16 KiB of plaintext;
 /// a ClientHello over several records is accepted up to this many bytes).

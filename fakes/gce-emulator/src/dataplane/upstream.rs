@@ -20,12 +20,9 @@ use tokio_rustls::client::TlsStream;
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 
-use crate::dataplane::backend_service::{BackendProtocol, Endpoint};
-use crate::dataplane::grpc::BodyEnd;
+use crate::dataplane::endpoint::Endpoint;
 
-/// Idle upstream connections are kept this long (Google's proxies keep backend connections for
-/// 600 s; backends should use a longer keep-alive, see the load balancing docs).
-pub const UPSTREAM_IDLE: Duration = Duration::from_secs(600);
+pub use crate::dataplane::endpoint::{Http1Pool, MAX_IDLE_PER_ENDPOINT, UPSTREAM_IDLE};
 
 #[derive(Debug)]
 struct AcceptAnyCert(Arc<rustls::crypto::CryptoProvider>);
@@ -194,6 +191,22 @@ impl Upstream {
     }
 }
 
+/// A future that ends a response body: the endpoint's connection draining or, for HTTP/2
+/// backends, the end of `timeoutSec` (grpc.rs); its output is the error the body then fails
+/// with.
+pub type BodyEnd = std::pin::Pin<Box<dyn std::future::Future<Output = UpstreamError> + Send>>;
+
+/// `protocol` of a backend service: how the proxy talks to endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendProtocol {
+    /// HTTP/1.1 over TCP.
+    Http,
+    /// HTTP/1.1 over TLS (endpoint certificates are not verified, like Google's proxies).
+    Https,
+    /// HTTP/2 over TLS.
+    Http2,
+}
+
 /// Why an upstream request failed.
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
@@ -233,40 +246,8 @@ impl UpstreamError {
     }
 }
 
-/// Most idle HTTP/1 connections kept per endpoint.
-pub const MAX_IDLE_PER_ENDPOINT: usize = 1024;
-
-/// Idle HTTP/1 connections to one endpoint, reused last-in first-out and dropped after
-/// [`UPSTREAM_IDLE`]. A connection returns here when its response body has been read to the
-/// end, so no task is spawned per request.
-#[derive(Debug, Default)]
-pub struct Http1Pool {
-    idle: std::sync::Mutex<Vec<(std::time::Instant, http1::SendRequest<Incoming>)>>,
-}
-
-impl Http1Pool {
-    fn take(&self) -> Option<http1::SendRequest<Incoming>> {
-        let mut idle = self.idle.lock().ok()?;
-        let (since, s) = idle.pop()?;
-        if since.elapsed() > UPSTREAM_IDLE {
-            // Every other entry is older still.
-            idle.clear();
-            return None;
-        }
-        Some(s)
-    }
-
-    fn put(&self, s: http1::SendRequest<Incoming>) {
-        if let Ok(mut idle) = self.idle.lock() {
-            if idle.len() < MAX_IDLE_PER_ENDPOINT && !s.is_closed() {
-                idle.push((std::time::Instant::now(), s));
-            }
-        }
-    }
-}
-
 /// A new HTTP/1 connection to `ep`, driven by its own task until it closes or the endpoint's
-/// connection draining ends (draining.rs).
+/// connection draining ends (draining.rs aborts the task through [`Http1Pool::close_all`]).
 async fn connect_http1(ep: &Endpoint) -> Result<http1::SendRequest<Incoming>, UpstreamError> {
     let addr = ep.addr;
     let tcp = match tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(addr)).await {
@@ -283,12 +264,16 @@ async fn connect_http1(ep: &Endpoint) -> Result<http1::SendRequest<Incoming>, Up
         .writev(false)
         .handshake(TokioIo::new(tcp))
         .await?;
-    let drained = ep.drained.clone();
-    tokio::spawn(async move {
-        // Dropping the connection when draining ends closes its socket; hyper then fails the
-        // pending request or response body on it.
-        let _ = drained.run_until_cancelled(conn.with_upgrades()).await;
+    // Aborting the task when draining ends drops the connection, which closes its socket; hyper
+    // then fails the pending request or response body on it.
+    let task = tokio::spawn(async move {
+        let _ = conn.with_upgrades().await;
     });
+    ep.pool.track(task.abort_handle());
+    if ep.drained.is_cancelled() {
+        // Draining ended while this connection was being made.
+        task.abort();
+    }
     Ok(sender)
 }
 

@@ -13,7 +13,7 @@ use hyper::body::Incoming;
 
 use super::{SecurityPolicy, State, Verdict};
 use crate::dataplane::access_log::{AccessRecord, StatusDetails};
-use crate::dataplane::proxy::{local, Body, ConnInfo};
+use crate::dataplane::exchange::{local, Body, ConnInfo};
 
 /// Connection and routing facts of the request.
 #[derive(Debug)]

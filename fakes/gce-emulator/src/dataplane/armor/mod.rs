@@ -28,8 +28,9 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use ipnet::IpNet;
-use serde::Serialize;
 use serde_json::Value;
+
+pub use crate::dataplane::access_log::{PolicyLog, RateLimitLog};
 
 use self::expr::{Attributes, Expr};
 use self::rate_limit::{Counters, KeyFacts, RateLimit, RateOutcome};
@@ -100,35 +101,6 @@ pub struct Request<'a> {
     pub headers: &'a http::HeaderMap,
     /// SNI the client sent.
     pub sni: &'a str,
-}
-
-/// `rateLimitAction` of a log entry.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct RateLimitLog {
-    /// The key the request was counted under.
-    pub key: String,
-    /// RATE_LIMIT_THRESHOLD_CONFORM, RATE_LIMIT_THRESHOLD_EXCEED or BAN_THRESHOLD_EXCEED.
-    pub outcome: &'static str,
-}
-
-/// `enforcedSecurityPolicy` / `previewSecurityPolicy` of Cloud Logging's load balancer log entry.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PolicyLog {
-    /// The policy name.
-    pub name: String,
-    /// The deciding rule's priority.
-    pub priority: i64,
-    /// ALLOW, DENY, REDIRECT, THROTTLE, RATE_BASED_BAN.
-    pub configured_action: &'static str,
-    /// ACCEPT or DENY.
-    pub outcome: &'static str,
-    /// Preconfigured WAF signatures that matched.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub preconfigured_expr_ids: Vec<String>,
-    /// For rate-limited rules.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate_limit_action: Option<RateLimitLog>,
 }
 
 /// What the proxy does with the request.

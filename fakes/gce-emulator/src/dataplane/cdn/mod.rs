@@ -36,7 +36,7 @@ use http_body_util::{BodyExt, Either, Full};
 use self::policy::{CdnPolicy, Storable};
 use self::store::{Entry, FillGuard, Store};
 use crate::dataplane::access_log::{AccessRecord, CacheLog, StatusDetails};
-use crate::dataplane::proxy::{local, Body};
+use crate::dataplane::exchange::{local, Body};
 
 /// How long a coalesced request waits for the fill it joined.
 const COALESCE_WAIT: Duration = Duration::from_secs(30);

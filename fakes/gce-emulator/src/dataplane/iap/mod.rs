@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::dataplane::access_log::StatusDetails;
-use crate::dataplane::proxy::{local, Body};
+use crate::dataplane::exchange::{local, Body};
 
 /// The session cookie the sign-in page sets.
 pub const SESSION_COOKIE: &str = "GCP_IAP_AUTH_TOKEN";

@@ -17,9 +17,8 @@
 
 use serde_json::{json, Map, Value};
 
+use super::LogConfig;
 use crate::dataplane::access_log::AccessRecord;
-use crate::dataplane::backend_service::BackendService;
-use crate::dataplane::compile::Frontend;
 
 fn name_of(key: &str) -> &str {
     key.rsplit('/').next().unwrap_or(key)
@@ -31,16 +30,39 @@ fn project_of(key: &str) -> &str {
         .unwrap_or("")
 }
 
-/// The entry of `rec`, served by `bs` behind `fe`; `seq` makes `insertId` unique.
-pub fn log_entry(fe: &Frontend, bs: &BackendService, rec: &AccessRecord, seq: u64) -> Value {
-    let project = project_of(&fe.rule);
-    let scheme = if fe.tls.is_some() { "https" } else { "http" };
+/// Where a logged request was served: the load balancer's resources (the entry's `resource`
+/// labels) and the backend service's `logConfig`. Plain values, so that request logging does
+/// not depend on the compiled frontend or backend service types above it.
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    /// The forwarding rule key.
+    pub rule: &'a str,
+    /// Whether the target proxy is a target HTTPS proxy.
+    pub https: bool,
+    /// The forwarding rule's `IPAddress`.
+    pub ip: std::net::IpAddr,
+    /// Its port.
+    pub port: u16,
+    /// The URL map key.
+    pub url_map: &'a str,
+    /// The target proxy key.
+    pub target_proxy: &'a str,
+    /// The backend service key.
+    pub backend_service: &'a str,
+    /// The backend service's `logConfig`.
+    pub log_config: Option<&'a LogConfig>,
+}
+
+/// The entry of `rec`, served at `src`; `seq` makes `insertId` unique.
+pub fn log_entry(src: &Source<'_>, rec: &AccessRecord, seq: u64) -> Value {
+    let project = project_of(src.rule);
+    let scheme = if src.https { "https" } else { "http" };
     let mut http_request = json!({
         "requestMethod": rec.method,
         "requestUrl": format!("{scheme}://{}{}", rec.host, rec.path),
         "status": rec.status,
         "remoteIp": rec.remote_addr.rsplit_once(':').map_or(rec.remote_addr.as_str(), |(ip, _)| ip).trim_matches(['[', ']']),
-        "serverIp": fe.ip.to_string(),
+        "serverIp": src.ip.to_string(),
         "latency": format!("{:.6}s", rec.latency_ms / 1000.0),
         "protocol": rec.protocol,
     });
@@ -92,7 +114,7 @@ pub fn log_entry(fe: &Frontend, bs: &BackendService, rec: &AccessRecord, seq: u6
     if let Some(p) = &rec.preview_security_policy {
         payload.insert("previewSecurityPolicy".into(), json!(p));
     }
-    if let Some(l) = &bs.log_config {
+    if let Some(l) = src.log_config {
         let mut tls = Map::new();
         if l.includes("tls.protocol") {
             let v = if scheme == "https" {
@@ -115,17 +137,17 @@ pub fn log_entry(fe: &Frontend, bs: &BackendService, rec: &AccessRecord, seq: u6
         _ => "INFO",
     };
     json!({
-        "insertId": format!("{:x}{seq:08x}", fe.port),
+        "insertId": format!("{:x}{seq:08x}", src.port),
         "logName": format!("projects/{project}/logs/requests"),
         "resource": {
             "type": "http_load_balancer",
             "labels": {
                 "project_id": project,
                 "zone": "global",
-                "url_map_name": name_of(&fe.url_map),
-                "target_proxy_name": name_of(&fe.target_proxy),
-                "forwarding_rule_name": name_of(&fe.rule),
-                "backend_service_name": name_of(&bs.key),
+                "url_map_name": name_of(src.url_map),
+                "target_proxy_name": name_of(src.target_proxy),
+                "forwarding_rule_name": name_of(src.rule),
+                "backend_service_name": name_of(src.backend_service),
             }
         },
         "httpRequest": http_request,

@@ -24,10 +24,9 @@ use std::sync::Mutex;
 use http::Request;
 use serde_json::Value;
 
+pub use self::entry::Source;
 use crate::dataplane::access_log::AccessRecord;
-use crate::dataplane::backend_service::BackendService;
-use crate::dataplane::compile::Frontend;
-use crate::dataplane::proxy::ConnInfo;
+use crate::dataplane::exchange::ConnInfo;
 
 /// Entries kept; older ones are dropped first.
 pub const MAX_ENTRIES: usize = 100_000;
@@ -117,9 +116,9 @@ pub struct Store {
 
 impl Store {
     /// Adds the entry of one finished request.
-    pub fn record(&self, fe: &Frontend, bs: &BackendService, rec: &AccessRecord) {
+    pub fn record(&self, src: &Source<'_>, rec: &AccessRecord) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let e = entry::log_entry(fe, bs, rec, seq);
+        let e = entry::log_entry(src, rec, seq);
         let mut q = self.entries.lock().expect("poisoned");
         if q.len() >= MAX_ENTRIES {
             q.pop_front();

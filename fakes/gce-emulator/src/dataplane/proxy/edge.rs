@@ -13,9 +13,10 @@ use http::header::{HeaderName, HeaderValue};
 use http::{Request, Response};
 use hyper::body::Incoming;
 
-use super::{Body, ConnInfo, ProxyContext};
+use super::ProxyContext;
 use crate::dataplane::access_log::AccessRecord;
 use crate::dataplane::backend_service::BackendService;
+use crate::dataplane::exchange::{Body, ConnInfo};
 use crate::dataplane::{armor, cdn, iap, logging};
 
 /// Request facts the edge steps read besides the request itself.
@@ -41,9 +42,9 @@ pub(super) struct Edge {
     pub fill: Option<cdn::Fill>,
 }
 
-/// Whether `bs` has any edge feature (else [`apply`] is skipped).
+/// Whether `bs` has any edge feature (else [`apply`] is skipped): decided when it was compiled.
 pub(super) fn enabled(bs: &BackendService) -> bool {
-    bs.log_config.is_some() || bs.security_policy.is_some() || bs.iap.is_some() || bs.cdn.is_some()
+    bs.edge
 }
 
 /// Runs the edge steps for `req` on `bs`: what the forward step needs, or the response that

@@ -7,12 +7,10 @@ use http::header::{HeaderName, HeaderValue, CONNECTION, HOST};
 use http::Request;
 use hyper::body::Incoming;
 
-use super::ConnInfo;
+use crate::dataplane::exchange::ConnInfo;
 
-pub(super) static VIA: HeaderValue = HeaderValue::from_static("1.1 google");
 pub(super) static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 pub(super) static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
-pub(super) static VIA_NAME: HeaderName = HeaderName::from_static("via");
 /// Hop-by-hop headers (RFC 9110 section 7.6.1) a proxy must not forward, then `Connection`.
 pub(super) static HOP_BY_HOP: [HeaderName; 7] = [
     HeaderName::from_static("keep-alive"),
@@ -39,21 +37,55 @@ pub(super) fn hop_by_hop_index(name: &str) -> Option<usize> {
     }
 }
 
+/// What one pass over a request's header names found: the hop-by-hop headers to remove, and
+/// whether `Upgrade`, `Host` and `X-Forwarded-For` are present, so the proxy needs no hashed
+/// lookup for any of them.
+#[derive(Debug, Default)]
+pub(super) struct Seen {
+    hop_by_hop: [bool; HOP_BY_HOP.len()],
+    /// `Upgrade` is present (WebSocket).
+    pub upgrade: bool,
+    /// `Host` is present.
+    pub host: bool,
+    /// `X-Forwarded-For` is present.
+    pub forwarded_for: bool,
+}
+
+/// One pass over the names present in `h` (a handful on most messages).
+pub(super) fn scan(h: &http::HeaderMap) -> Seen {
+    let mut seen = Seen::default();
+    for k in h.keys() {
+        let k = k.as_str();
+        match hop_by_hop_index(k) {
+            Some(i) => seen.hop_by_hop[i] = true,
+            None => match k {
+                "host" => seen.host = true,
+                "upgrade" => seen.upgrade = true,
+                "x-forwarded-for" => seen.forwarded_for = true,
+                _ => {}
+            },
+        }
+    }
+    seen
+}
+
+/// Removes the hop-by-hop headers `seen` found in `h`, and `Connection` too unless
+/// `keep_connection` (an upgrade needs it): only those cost a hashed removal.
+pub(super) fn remove_seen(h: &mut http::HeaderMap, seen: &Seen, keep_connection: bool) {
+    let mut found = seen.hop_by_hop;
+    found[HOP_BY_HOP.len() - 1] &= !keep_connection;
+    for (n, _) in HOP_BY_HOP.iter().zip(found).filter(|(_, f)| *f) {
+        h.remove(n);
+    }
+}
+
 /// Removes hop-by-hop headers, and `Connection` too unless `keep_connection` (an upgrade needs
 /// it). One pass over the names present (a handful on most messages) notes which to remove, so
 /// only those cost a hashed removal; a lookup per hop-by-hop name cost more than all the rest
 /// of the header rewriting.
 pub(super) fn remove_hop_by_hop(h: &mut http::HeaderMap, keep_connection: bool) {
-    let mut found = [false; HOP_BY_HOP.len()];
-    for k in h.keys() {
-        if let Some(i) = hop_by_hop_index(k.as_str()) {
-            found[i] = true;
-        }
-    }
-    found[HOP_BY_HOP.len() - 1] &= !keep_connection;
-    for (n, _) in HOP_BY_HOP.iter().zip(found).filter(|(_, f)| *f) {
-        h.remove(n);
-    }
+    let seen = scan(h);
+    remove_seen(h, &seen, keep_connection);
 }
 
 /// The request host as sent: the URI authority (HTTP/2, absolute form) or the `Host` header.
@@ -137,6 +169,19 @@ mod tests {
         }
         assert_eq!(hop_by_hop_index("host"), None);
         assert_eq!(hop_by_hop_index("upgrade"), None);
+    }
+
+    #[test]
+    fn one_scan_finds_upgrade_host_and_forwarded_for() {
+        let h = headers(&[
+            ("host", "shop.example"),
+            ("upgrade", "websocket"),
+            ("x-forwarded-for", "1.2.3.4"),
+        ]);
+        let seen = scan(&h);
+        assert!(seen.host && seen.upgrade && seen.forwarded_for);
+        let seen = scan(&headers(&[("accept", "*/*")]));
+        assert!(!seen.host && !seen.upgrade && !seen.forwarded_for);
     }
 
     #[test]
