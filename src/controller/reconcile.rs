@@ -48,7 +48,7 @@ async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Ac
         if has_finalizer && ingress.metadata.deletion_timestamp.is_none() {
             // The class moved away from us: tear our load balancer down, then let go.
             info!("Ingress is no longer ours; removing its load balancer");
-            cleanup(&ingress, ctx).await?;
+            cleanup_or_warn(&ingress, ctx).await?;
             let rest: Vec<String> = ingress
                 .finalizers()
                 .iter()
@@ -84,7 +84,7 @@ async fn reconcile_inner(ingress: Arc<Ingress>, ctx: &Arc<Context>) -> Result<Ac
         match event {
             finalizer::Event::Apply(ingress) => apply(ingress, &ctx2, snapshot).await,
             finalizer::Event::Cleanup(ingress) => {
-                cleanup(&ingress, &ctx2).await?;
+                cleanup_or_warn(&ingress, &ctx2).await?;
                 ctx2.forget(&ObjectKey::of(&*ingress));
                 Ok(Action::await_change())
             }
@@ -410,6 +410,25 @@ pub(super) async fn sync_load_balancer(
     )
     .await
     .map_err(sync_err)
+}
+
+/// [`cleanup`], and when IAM refuses a call of it, the same Warning `PermissionDenied` Event
+/// a refused sync posts ([`super::permission::note`]), so a deletion stuck on a missing
+/// permission says which one on the Ingress (issue 43); the error is returned as it is.
+async fn cleanup_or_warn(ingress: &Ingress, ctx: &Context) -> Result<(), Error> {
+    let result = cleanup(ingress, ctx).await;
+    if let Err(e) = &result {
+        if let Some(denied) = super::permission::denied(e) {
+            let note = super::permission::note(
+                &denied,
+                ctx.config.principal.as_deref(),
+                &ctx.config.translate.project,
+            );
+            ctx.event(ingress, true, super::permission::REASON, note)
+                .await;
+        }
+    }
+    result
 }
 
 /// Deletes the Ingress's frontend, then garbage-collects backends and the firewall rule that no

@@ -84,3 +84,68 @@ impl System {
         Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 }
+
+/// `includedPermissions` of deploy/iam/gclb-operator-role.yaml, in the file's order.
+pub fn role_permissions() -> Result<Vec<String>> {
+    let text =
+        std::fs::read_to_string(super::repo_root().join("deploy/iam/gclb-operator-role.yaml"))?;
+    let v: serde_yaml::Value = serde_yaml::from_str(&text)?;
+    Ok(v["includedPermissions"]
+        .as_sequence()
+        .context("includedPermissions")?
+        .iter()
+        .filter_map(|p| p.as_str().map(str::to_string))
+        .collect())
+}
+
+/// A check count of the emulator's usage counters: `(granted, denied)`.
+pub type Counts = (u64, u64);
+
+impl System {
+    /// Defines (or redefines: it applies to the next call at once) the custom role
+    /// `projects/{PROJECT}/roles/{id}` with `perms`, through the IAM admin API.
+    pub fn define_role(&self, id: &str, perms: &[String]) -> Result<()> {
+        let yaml = format!(
+            "title: {id}\nincludedPermissions:\n{}",
+            perms.iter().map(|p| format!("- {p}\n")).collect::<String>()
+        );
+        self.iam_admin(
+            reqwest::Method::PUT,
+            &format!("projects/{PROJECT}/roles/{id}"),
+            &Value::String(yaml),
+        )
+        .map(drop)
+    }
+
+    /// Binds (`POST`) or unbinds (`DELETE`) `member` to `role` in [`PROJECT`].
+    pub fn bind(&self, method: reqwest::Method, member: &str, role: &str) -> Result<()> {
+        self.iam_admin(
+            method,
+            &format!("projects/{PROJECT}/bindings"),
+            &serde_json::json!({"member": member, "role": role}),
+        )
+        .map(drop)
+    }
+
+    /// `member`'s permission checks since the last reset (and with `reset`, resets them):
+    /// permission -> (granted, denied), from the emulator's usage counters.
+    pub fn iam_usage(
+        &self,
+        member: &str,
+        reset: bool,
+    ) -> Result<std::collections::BTreeMap<String, Counts>> {
+        let v = match reset {
+            true => self.iam_admin(reqwest::Method::DELETE, "usage", &Value::Null)?,
+            false => self.iam_admin(reqwest::Method::GET, "", &Value::Null)?["usage"].clone(),
+        };
+        Ok(v[member]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(p, c)| {
+                let n = |k: &str| c[k].as_u64().unwrap_or(0);
+                (p.clone(), (n("granted"), n("denied")))
+            })
+            .collect())
+    }
+}

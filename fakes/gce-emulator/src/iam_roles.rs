@@ -9,8 +9,10 @@
 //! lists keep only the `compute.*` permissions the emulator's methods check (iam_permissions.rs):
 //! Compute Load Balancer Admin (`roles/compute.loadBalancerAdmin`: load balancer resources,
 //! NEGs, addresses, certificates, SSL policies; it may use but not create Cloud Armor
-//! policies), Compute Security Admin (`roles/compute.securityAdmin`: firewall rules, Cloud
-//! Armor policies, SSL certificates and policies), Compute Network User
+//! policies, and it holds no `compute.zones.*` or `compute.regions.*`), Compute Security Admin
+//! (`roles/compute.securityAdmin`: firewall rules and policies, Cloud Armor policies, global
+//! and regional SSL certificates and policies, and the lists of backend services, zones,
+//! regions and subnetworks), Compute Network User
 //! (`roles/compute.networkUser`: use a Shared VPC host's networks and subnetworks) and Compute
 //! Viewer (`roles/compute.viewer`: every get and list). `roles/compute.admin` holds every
 //! `compute.*` permission (the emulator's helpers, such as the local kubelet, run with it).
@@ -66,38 +68,75 @@ pub const PREDEFINED: &[(&str, &str, &[&str])] = &[
             "compute.urlMaps.*",
             "compute.zoneOperations.get",
             "compute.zoneOperations.list",
-            "compute.zones.*",
-            "compute.regions.*",
+            "compute.instances.useReadOnly",
+            "compute.regionSecurityPolicies.get",
+            "compute.regionSecurityPolicies.list",
+            "compute.regionSecurityPolicies.use",
+            "compute.regionSslPolicies.*",
+            "compute.regionTargetTcpProxies.*",
         ],
     ),
     (
         "roles/compute.securityAdmin",
         "Compute Security Admin",
         &[
+            "compute.backendServices.list",
+            "compute.firewallPolicies.*",
             "compute.firewalls.*",
             "compute.globalOperations.get",
             "compute.globalOperations.list",
+            "compute.instances.list",
             "compute.networks.get",
             "compute.networks.list",
             "compute.networks.updatePolicy",
             "compute.projects.get",
+            "compute.regionBackendServices.list",
+            "compute.regionFirewallPolicies.*",
+            "compute.regionOperations.get",
+            "compute.regionOperations.list",
+            "compute.regionSecurityPolicies.*",
+            "compute.regionSslCertificates.*",
+            "compute.regionSslPolicies.*",
+            "compute.regions.get",
+            "compute.regions.list",
+            "compute.routers.get",
+            "compute.routers.list",
+            "compute.routes.get",
+            "compute.routes.list",
             "compute.securityPolicies.*",
             "compute.sslCertificates.*",
             "compute.sslPolicies.*",
+            "compute.subnetworks.get",
+            "compute.subnetworks.list",
+            "compute.zoneOperations.get",
+            "compute.zoneOperations.list",
+            "compute.zones.get",
+            "compute.zones.list",
         ],
     ),
     (
         "roles/compute.networkUser",
         "Compute Network User",
         &[
+            "compute.addresses.get",
+            "compute.addresses.list",
             "compute.firewalls.get",
             "compute.firewalls.list",
             "compute.networks.get",
             "compute.networks.list",
             "compute.networks.use",
+            "compute.projects.get",
+            "compute.regions.get",
+            "compute.regions.list",
+            "compute.routers.get",
+            "compute.routers.list",
+            "compute.routes.get",
+            "compute.routes.list",
             "compute.subnetworks.get",
             "compute.subnetworks.list",
             "compute.subnetworks.use",
+            "compute.zones.get",
+            "compute.zones.list",
         ],
     ),
     (
@@ -236,7 +275,16 @@ mod tests {
         assert!(lb.grants("compute.healthChecks.useReadOnly"));
         assert!(!lb.grants("compute.firewalls.create"));
         assert!(!lb.grants("compute.securityPolicies.create"));
+        // As Google's role reference lists them (checked 2026-11 against
+        // cloud.google.com/iam/docs/roles-permissions/compute): no zones or regions in the
+        // load balancer admin; regional certificates in the security admin.
+        assert!(!lb.grants("compute.zones.list"));
+        assert!(!lb.grants("compute.regions.get"));
+        assert!(lb.grants("compute.securityPolicies.use"));
         let sec = Role::predefined("roles/compute.securityAdmin").unwrap();
+        assert!(sec.grants("compute.regionSslCertificates.create"));
+        assert!(sec.grants("compute.zones.list"));
+        assert!(!sec.grants("compute.backendServices.create"));
         assert!(sec.grants("compute.firewalls.create"));
         assert!(sec.grants("compute.networks.updatePolicy"));
         let viewer = Role::predefined("roles/compute.viewer").unwrap();
