@@ -22,6 +22,8 @@
 mod extended;
 #[path = "gateway_conformance/https.rs"]
 mod https;
+#[path = "gateway_conformance/leftovers.rs"]
+mod leftovers;
 mod support;
 #[path = "gateway_conformance/tls.rs"]
 mod tls;
@@ -30,6 +32,7 @@ use std::collections::BTreeSet;
 use std::io::Write;
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
+use leftovers::gateway_resources;
 use serde_json::Value;
 use support::*;
 use tls::{s_client, tls_backend};
@@ -562,50 +565,4 @@ fn gateway_api_conformance_cases_pass_through_real_traffic() -> Result<()> {
     })
     .with_context(|| cx.sys.logs())?;
     Ok(())
-}
-
-/// Every resource of the Gateway controller (names starting `gkegw1`) left in the emulator:
-/// Compute collections, NEGs and Network Services tlsRoutes.
-fn gateway_resources(sys: &System) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    for c in [
-        "forwardingRules",
-        "targetHttpProxies",
-        "targetHttpsProxies",
-        "targetTcpProxies",
-        "targetSslProxies",
-        "urlMaps",
-        "backendServices",
-        "healthChecks",
-        "sslCertificates",
-        "addresses",
-        "firewalls",
-    ] {
-        out.extend(
-            sys.compute_names(c)?
-                .into_iter()
-                .map(|n| format!("{c}/{n}")),
-        );
-    }
-    out.extend(
-        sys.neg_names()?
-            .into_iter()
-            .map(|n| format!("networkEndpointGroups/{n}")),
-    );
-    let routes = sys.compute_get(&format!(
-        "networkservices/v1/projects/{PROJECT}/locations/global/tlsRoutes"
-    ))?;
-    out.extend(
-        routes["tlsRoutes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|r| r["name"].as_str().map(|n| format!("tlsRoutes/{n}"))),
-    );
-    out.retain(|n| {
-        n.split('/')
-            .next_back()
-            .is_some_and(|x| x.starts_with("gkegw1"))
-    });
-    Ok(out)
 }

@@ -20,7 +20,7 @@ metadata:
   name: web
 spec:
   healthCheck:
-    pub(super) type: HTTP
+    type: HTTP
     requestPath: /healthz
     checkIntervalSec: {HC_INTERVAL_SEC}
     timeoutSec: 1
@@ -37,10 +37,10 @@ metadata:
     cloud.google.com/backend-config: '{{"default": "web"}}'
 spec:
   selector:
-    pub(super) app: web
+    app: web
   ports:
   - name: http
-    pub(super) port: 80
+    port: 80
     targetPort: 8080
 ---
 apiVersion: networking.k8s.io/v1
@@ -76,7 +76,7 @@ kind: Pod
 metadata:
   name: {name}
   labels:
-    pub(super) app: web
+    app: web
   annotations:
     local.gclb-operator.dev/run: echo
     local.gclb-operator.dev/on-sigterm: exit{fail}
@@ -86,8 +86,8 @@ spec:
   - conditionType: {GATE}
   containers:
   - name: web
-    pub(super) image: registry.k8s.io/e2e-test-images/agnhost:2.39
-    pub(super) args: ["netexec", "--http-port=8080"]
+    image: registry.k8s.io/e2e-test-images/agnhost:2.39
+    args: ["netexec", "--http-port=8080"]
     ports:
     - name: http
       containerPort: 8080

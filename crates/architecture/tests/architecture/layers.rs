@@ -124,6 +124,7 @@ pub const CRATES: &[CrateSpec] = &[
             // schemas, validation and each kind's defaults and tables.
             &[
                 "crd_defaults",
+                "crd_transition_rules",
                 "crds",
                 "defaults",
                 "discovery",

@@ -17,31 +17,20 @@ use gclb_architecture::{check_crate, sizes, workspace_root, AllowedCircle, Findi
 const ALLOWED_CIRCLES: &[AllowedCircle] = &[
     AllowedCircle {
         why: "issue 46, the data plane's part: shared request/response types at the bottom, features \
-              above them, the proxy on top (DESIGN.md); untied with the data plane's hot-path work",
+              above them, the proxy on top (DESIGN.md); the features are untied (issue 45's \
+              work), the serving core below is not yet: mod.rs, compile, listener, serve, quic, \
+              proxy and tls_route still call each other, and logging/entry.rs reads its parent's LogConfig",
         files: &[
             "fakes/gce-emulator/src/dataplane/mod.rs",
-            "fakes/gce-emulator/src/dataplane/access_log.rs",
-            "fakes/gce-emulator/src/dataplane/armor/enforce.rs",
-            "fakes/gce-emulator/src/dataplane/backend_service.rs",
-            "fakes/gce-emulator/src/dataplane/cdn/mod.rs",
             "fakes/gce-emulator/src/dataplane/compile.rs",
-            "fakes/gce-emulator/src/dataplane/draining.rs",
-            "fakes/gce-emulator/src/dataplane/firewall.rs",
-            "fakes/gce-emulator/src/dataplane/grpc.rs",
-            "fakes/gce-emulator/src/dataplane/grpc_health.rs",
-            "fakes/gce-emulator/src/dataplane/health.rs",
-            "fakes/gce-emulator/src/dataplane/iap/mod.rs",
             "fakes/gce-emulator/src/dataplane/listener.rs",
             "fakes/gce-emulator/src/dataplane/logging/mod.rs",
             "fakes/gce-emulator/src/dataplane/logging/entry.rs",
-            "fakes/gce-emulator/src/dataplane/mirror.rs",
             "fakes/gce-emulator/src/dataplane/proxy.rs",
             "fakes/gce-emulator/src/dataplane/proxy/edge.rs",
-            "fakes/gce-emulator/src/dataplane/proxy/headers.rs",
             "fakes/gce-emulator/src/dataplane/quic.rs",
-            "fakes/gce-emulator/src/dataplane/request_checks.rs",
+            "fakes/gce-emulator/src/dataplane/serve.rs",
             "fakes/gce-emulator/src/dataplane/tls_route.rs",
-            "fakes/gce-emulator/src/dataplane/upstream.rs",
         ],
     },
     AllowedCircle {
@@ -58,6 +47,7 @@ const ALLOWED_CIRCLES: &[AllowedCircle] = &[
             "fakes/gce-emulator/src/resources/global_forwarding_rules.rs",
             "fakes/gce-emulator/src/resources/health_checks.rs",
             "fakes/gce-emulator/src/resources/instances.rs",
+            "fakes/gce-emulator/src/resources/load_balancing_schemes.rs",
             "fakes/gce-emulator/src/resources/network_endpoint_groups.rs",
             "fakes/gce-emulator/src/resources/networks.rs",
             "fakes/gce-emulator/src/resources/projects.rs",
