@@ -134,7 +134,12 @@ fn the_ip_stays_through_tls_changes_restarts_and_rule_recreation() -> Result<()>
         Ok(rule_ip(&sys, &https_rule)?.is_none().then_some(()))
     })
     .with_context(|| sys.logs())?;
-    assert_eq!(sys.listener_for(&ip, 443)?, None);
+    // The data plane closes the listener when it next compiles the load balancer, a moment
+    // after the forwarding rule is gone.
+    wait_for("the 443 listener to close", DEADLINE, || {
+        Ok(sys.listener_for(&ip, 443)?.is_none().then_some(()))
+    })
+    .with_context(|| sys.logs())?;
 
     let before_restart = load.done();
     sys.stop_operator();
