@@ -34,15 +34,15 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 
 use super::controller_history::{self as history, Revision, CONTROLLER_REVISION_HASH};
 use super::deployment_util::{self as util, is_pod_available, scaled_value};
 use super::expectations::{version_of, Expectations, Expected};
+use super::informer;
 use super::node_fit;
 use super::owner_refs::controller_ref;
 use super::replica_set::owned_pods;
@@ -79,39 +79,11 @@ pub struct Context {
 
 /// Runs the controller until the future is dropped.
 pub async fn run(client: Client) {
-    let (pods, pod_writer) = reflector::store::<Pod>();
-    let pod_events = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .reflect(pod_writer)
-        .touched_objects();
-    let (nodes, node_writer) = reflector::store::<Node>();
-    let node_events = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .reflect(node_writer)
-        .touched_objects();
-    let (revisions, cr_writer) = reflector::store::<ControllerRevision>();
-    let cr_events = watcher(
-        Api::<ControllerRevision>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(cr_writer)
-    .touched_objects();
-    let (sets, ds_writer) = reflector::store::<DaemonSet>();
-    let ds_events = watcher(
-        Api::<DaemonSet>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(ds_writer)
-    .touched_objects();
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: CONTROLLER_NAME.into(),
-            instance: None,
-        },
-    );
+    let (pods, pod_events) = informer::reflect_all::<Pod>(&client);
+    let (nodes, node_events) = informer::reflect_all::<Node>(&client);
+    let (revisions, cr_events) = informer::reflect_all::<ControllerRevision>(&client);
+    let (sets, ds_events) = informer::reflect_all::<DaemonSet>(&client);
+    let recorder = informer::recorder(&client, CONTROLLER_NAME);
     let context = Arc::new(Context {
         client,
         pods,

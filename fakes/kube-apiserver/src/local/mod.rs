@@ -26,6 +26,7 @@ pub mod expectations;
 pub mod hello_app;
 pub mod image_commands_config;
 pub mod images;
+pub mod informer;
 pub mod instances;
 pub mod kubelet;
 pub mod node_agent;

@@ -24,14 +24,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 
 use super::deployment_util::{self as util, is_pod_active, is_pod_available};
 use super::expectations::{version_of, Expectations, Expected};
+use super::informer;
 use super::owner_refs::{controller_ref, controller_uid};
 use super::pod_claims;
 
@@ -63,26 +63,9 @@ pub struct Context {
 
 /// Runs the controller until the future is dropped.
 pub async fn run(client: Client) {
-    let (pods, pod_writer) = reflector::store::<Pod>();
-    let pod_events = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .reflect(pod_writer)
-        .touched_objects();
-    let (sets, rs_writer) = reflector::store::<ReplicaSet>();
-    let rs_events = watcher(
-        Api::<ReplicaSet>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(rs_writer)
-    .touched_objects();
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: CONTROLLER_NAME.into(),
-            instance: None,
-        },
-    );
+    let (pods, pod_events) = informer::reflect_all::<Pod>(&client);
+    let (sets, rs_events) = informer::reflect_all::<ReplicaSet>(&client);
+    let recorder = informer::recorder(&client, CONTROLLER_NAME);
     let context = Arc::new(Context {
         client,
         pods,

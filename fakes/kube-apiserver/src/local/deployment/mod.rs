@@ -29,14 +29,14 @@ use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 
 use super::deployment_util::{self as util, POD_TEMPLATE_HASH, REVISION};
 use super::expectations::{version_of, Expectations, Expected};
+use super::informer;
 use super::owner_refs::{controller_ref, controller_uid};
 
 /// The field manager and Event reporter of this controller.
@@ -192,37 +192,13 @@ impl DeploymentSync<'_> {
 
 /// Runs the controller until the future is dropped.
 pub async fn run(client: Client) {
-    let (replica_sets, rs_writer) = reflector::store::<ReplicaSet>();
-    let rs_events = watcher(
-        Api::<ReplicaSet>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(rs_writer)
-    .touched_objects();
-    let (pods, pod_writer) = reflector::store::<Pod>();
-    let pod_events = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .reflect(pod_writer)
-        .touched_objects();
+    let (replica_sets, rs_events) = informer::reflect_all::<ReplicaSet>(&client);
+    let (pods, pod_events) = informer::reflect_all::<Pod>(&client);
     // Pod events matter to Recreate (old Pods gone); they reach the Deployment through their
     // ReplicaSet's owner reference, as upstream's `deletePod` handler does.
     let rs_of_pod = replica_sets.clone();
-    let (deployments, d_writer) = reflector::store::<Deployment>();
-    let d_events = watcher(
-        Api::<Deployment>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(d_writer)
-    .touched_objects();
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: CONTROLLER_NAME.into(),
-            instance: None,
-        },
-    );
+    let (deployments, d_events) = informer::reflect_all::<Deployment>(&client);
+    let recorder = informer::recorder(&client, CONTROLLER_NAME);
     let context = Arc::new(Context {
         client,
         replica_sets,
