@@ -184,7 +184,7 @@ const SURGE_ONE: Rollout = Rollout {
     zones: &[],
 };
 
-/// BackendConfig, Service and Ingress of the rollout tests (as tests/rollout_e2e.rs), and the
+/// BackendConfig, Service and Ingress of the rollout tests ([`rollout::service_and_ingress`]), and the
 /// Deployment: the readiness gate in the template (as GKE's NEG controller injects it), a
 /// readiness probe, a preStop sleep longer than the endpoint detach plus draining, and the
 /// variant's replicas and strategy. The kubelet control `on-sigterm: exit` stops each server right after its
@@ -196,55 +196,9 @@ fn rollout_manifests(r: &Rollout) -> String {
         max_unavailable,
         ..
     } = r;
-    format!(
-        r#"
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata:
-  name: gce
-spec:
-  controller: k8s.io/ingress-gce
----
-apiVersion: cloud.google.com/v1
-kind: BackendConfig
-metadata:
-  name: web
-spec:
-  healthCheck:
-    type: HTTP
-    requestPath: /healthz
-    checkIntervalSec: {HC_INTERVAL_SEC}
-    timeoutSec: 1
-    healthyThreshold: 2
-    unhealthyThreshold: 2
-  connectionDraining:
-    drainingTimeoutSec: 1
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: web
-  annotations:
-    cloud.google.com/backend-config: '{{"default": "web"}}'
-spec:
-  selector:
-    app: web
-  ports:
-  - name: http
-    port: 80
-    targetPort: 8080
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: web
-spec:
-  ingressClassName: gce
-  defaultBackend:
-    service:
-      name: web
-      port:
-        number: 80
+    rollout::service_and_ingress(HC_INTERVAL_SEC)
+        + &format!(
+            r#"
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -285,7 +239,7 @@ spec:
             sleep:
               seconds: 4
 "#
-    )
+        )
 }
 
 /// Endpoint IP -> health state of NEG `neg` in each of `zones` (empty: the default [`ZONE`]).

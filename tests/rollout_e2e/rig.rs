@@ -3,61 +3,6 @@
 
 use super::*;
 
-/// IngressClass, Service (bound to a BackendConfig), BackendConfig and Ingress.
-pub(super) fn service_and_ingress() -> String {
-    format!(
-        r#"
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata:
-  name: gce
-spec:
-  controller: k8s.io/ingress-gce
----
-apiVersion: cloud.google.com/v1
-kind: BackendConfig
-metadata:
-  name: web
-spec:
-  healthCheck:
-    type: HTTP
-    requestPath: /healthz
-    checkIntervalSec: {HC_INTERVAL_SEC}
-    timeoutSec: 1
-    healthyThreshold: 2
-    unhealthyThreshold: 2
-  connectionDraining:
-    drainingTimeoutSec: 1
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: web
-  annotations:
-    cloud.google.com/backend-config: '{{"default": "web"}}'
-spec:
-  selector:
-    app: web
-  ports:
-  - name: http
-    port: 80
-    targetPort: 8080
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: web
-spec:
-  ingressClassName: gce
-  defaultBackend:
-    service:
-      name: web
-      port:
-        number: 80
-"#
-    )
-}
-
 /// A Pod of Service `web` as docs/readiness-gates.md recommends: the gate, a readiness probe
 /// (on `/ready`, a different path from the load balancer's `/healthz`), a preStop sleep longer
 /// than the endpoint detach plus `drainingTimeoutSec` ([`PRE_STOP_SEC`]), and a grace period
@@ -140,7 +85,7 @@ impl Rig {
             "crd/backendconfigs.cloud.google.com",
             "--timeout=60s",
         ])?;
-        sys.apply(&service_and_ingress())?;
+        sys.apply(&rollout::service_and_ingress(HC_INTERVAL_SEC))?;
         let clock = PodClock::start(&sys.kubeconfig)?;
         for i in 0..replicas {
             sys.apply(&pod(&format!("old-{i}"), None))?;

@@ -10,6 +10,7 @@ pub mod fanout;
 pub mod iam;
 pub mod load;
 pub mod regional;
+pub mod rollout;
 pub mod tls;
 
 use std::io::{BufRead, BufReader, Read};
