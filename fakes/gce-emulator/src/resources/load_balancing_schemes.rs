@@ -10,8 +10,10 @@
 //!
 //! Checked where Google checks it: a forwarding rule's `insert` and `setTarget` (against the
 //! services behind the target proxy), a URL map's `insert`, `update` and `patch` (its services
-//! against each other, and against the forwarding rules already serving the URL map). The
-//! scheme also decides whether a URL map may hold `regexMatch` ([`regex_supported`]).
+//! against each other, and against the forwarding rules already serving the URL map), and a
+//! target HTTP(S) proxy's `setUrlMap` (the new URL map's services against the forwarding rules
+//! serving the proxy: [`check_target_proxy`]). The scheme also decides whether a URL map may
+//! hold `regexMatch` ([`regex_supported`]).
 
 use serde_json::Value;
 
@@ -172,6 +174,48 @@ pub fn check_url_map(cx: &Prepare<'_>, r: &Obj) -> Result<(), ApiError> {
                     ),
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Target HTTP(S) proxy `insert` and `setUrlMap` (global and regional): `r` (normalised, its
+/// `urlMap` a URL) may name only a URL map whose backend services have the scheme of every
+/// forwarding rule already serving the proxy (none on `insert`), as a forwarding rule's
+/// `setTarget` may name only such a proxy ([`check_forwarding_rule`]): otherwise `setUrlMap`
+/// would join two load balancers of different schemes. A URL map without backend services (a
+/// redirect) fits any rule. Errors: 400 `invalid` on `resource.urlMap`; no verbatim text of
+/// Google's answer to this case is public, so the message is written in the style of
+/// `rule_mismatch`, which is.
+pub fn check_target_proxy(cx: &Prepare<'_>, r: &Obj) -> Result<(), ApiError> {
+    let Some(url_map) = r.get("urlMap").and_then(Value::as_str) else {
+        return Ok(());
+    };
+    let Some(um) = key_from_url(url_map).and_then(|k| cx.state.resources.get(&k)) else {
+        return Ok(());
+    };
+    let mut refs = Vec::new();
+    service_refs(cx.state, "urlMap".into(), um, &mut refs);
+    let Some(first) = refs.first() else {
+        return Ok(());
+    };
+    for rule in cx.state.referrers(cx.key) {
+        if !rule.contains("/forwardingRules/") {
+            continue;
+        }
+        let Some(fr) = cx.state.resources.get(rule) else {
+            continue;
+        };
+        let rule_scheme = fr["loadBalancingScheme"].as_str().unwrap_or("EXTERNAL");
+        if rule_scheme != first.scheme {
+            return Err(ApiError::invalid_value(
+                "resource.urlMap",
+                url_map,
+                &format!(
+                    "Load balancing scheme {} of the backend services of the URL map does not match the load balancing scheme {rule_scheme} of forwarding rule '{rule}', which serves this target proxy.",
+                    first.scheme
+                ),
+            ));
         }
     }
     Ok(())

@@ -188,6 +188,46 @@ fn url_map_update_keeps_the_scheme_of_the_forwarding_rules_serving_it() {
     methods::update(&mut s, &t, body.to_string().as_bytes(), false, RANGE).unwrap();
 }
 
+#[test]
+fn set_url_map_keeps_the_scheme_of_the_forwarding_rules_serving_the_proxy() {
+    let mut s = state();
+    ok(
+        &mut s,
+        Scope::Global,
+        "forwardingRules",
+        json!({"name": "fr", "loadBalancingScheme": "EXTERNAL",
+               "target": format!("{G}/targetHttpProxies/classic"), "portRange": "80"}),
+    );
+    let set_url_map = |s: &mut State, proxy: &str, map: &str| {
+        let t = target(Scope::Global, "targetHttpProxies", Some(proxy));
+        let body = json!({"urlMap": format!("{G}/urlMaps/{map}")}).to_string();
+        methods::set_fields(s, &t, "setUrlMap", &["urlMap"], body.as_bytes(), RANGE).map(|_| ())
+    };
+    assert_refused(
+        set_url_map(&mut s, "classic", "managed"),
+        "resource.urlMap",
+        "Load balancing scheme EXTERNAL_MANAGED of the backend services of the URL map does not match the load balancing scheme EXTERNAL of forwarding rule 'projects/p/global/forwardingRules/fr', which serves this target proxy.",
+    );
+    let proxy = &s.resources["projects/p/global/targetHttpProxies/classic"];
+    assert!(
+        proxy["urlMap"]
+            .as_str()
+            .unwrap()
+            .ends_with("/urlMaps/classic"),
+        "{proxy}"
+    );
+    // A proxy no forwarding rule serves may take a URL map of any scheme; a redirect map (no
+    // backend service) fits any rule.
+    set_url_map(&mut s, "managed", "classic").unwrap();
+    ok(
+        &mut s,
+        Scope::Global,
+        "urlMaps",
+        json!({"name": "redirect", "defaultUrlRedirect": {"httpsRedirect": true}}),
+    );
+    set_url_map(&mut s, "classic", "redirect").unwrap();
+}
+
 /// A URL map whose one path matcher has a route rule with `matches` (a `matchRules` entry).
 fn regex_map(name: &str, service: &str, matches: Value) -> Value {
     json!({"name": name, "defaultService": service,

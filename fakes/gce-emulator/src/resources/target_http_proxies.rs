@@ -13,6 +13,7 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
     {
         return Err(ApiError::required("resource.urlMap"));
     }
+    super::load_balancing_schemes::check_target_proxy(cx, r)?;
     validate::bool_field(r, "resource", "proxyBind", None)?;
     validate::int_field(r, "resource", "httpKeepAliveTimeoutSec", 5, 1200, None)?;
     Ok(())

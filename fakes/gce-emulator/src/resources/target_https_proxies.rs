@@ -14,6 +14,7 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
     {
         return Err(ApiError::required("resource.urlMap"));
     }
+    super::load_balancing_schemes::check_target_proxy(cx, r)?;
     if let Some(m) = validate::opt_str(r, "resource", "certificateMap")? {
         return Err(ApiError::invalid_value(
             "resource.certificateMap",
