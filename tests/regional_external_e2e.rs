@@ -8,7 +8,8 @@
 //! - its address is a regional EXTERNAL one from the emulator's loopback range, served as is
 //!   (no internal mapping), and real HTTP reaches both Services through it;
 //! - gcloud lists and describes the regional forwarding rule (EXTERNAL_MANAGED, network,
-//!   networkTier);
+//!   networkTier); the backend services are named `...-e-...` (GKE's `RXLBBackendName`) on the
+//!   shared NEGs;
 //! - `kubernetes.io/ingress.regional-static-ip-name` naming a global address gives a Warning
 //!   naming the annotation with the command that reserves the regional one; once run, the
 //!   Ingress moves to that address;
@@ -154,8 +155,15 @@ fn regional_external_ingress_beside_a_global_one_on_the_same_services() -> Resul
         backends[0]
     ))?;
     assert_eq!(bs["loadBalancingScheme"], "EXTERNAL_MANAGED", "{bs}");
+    // Named as GKE names the regional external class's backend services (`RXLBBackendName`:
+    // `-e-` after the cluster UID), on the NEGs of the same Service ports.
     let negs = sys.neg_names()?;
-    assert!(backends.iter().all(|b| negs.contains(b)), "{negs:?}");
+    assert!(
+        backends
+            .iter()
+            .all(|b| b.contains("-e-") && negs.contains(&b.replacen("-e-", "-", 1))),
+        "{backends:?} {negs:?}"
+    );
 
     // 4. regional-static-ip-name naming a global address: a Warning naming the annotation and
     //    the command that reserves the regional one; then the Ingress moves to it.

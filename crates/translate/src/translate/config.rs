@@ -241,6 +241,23 @@ impl TranslateConfig {
         namer::backend(self.mode.scheme(), &self.gke_uid, namespace, service, port)
     }
 
+    /// Name of the backend service and health check of one Service port behind a regional
+    /// external Ingress (`k8s1-<uid8>-e-...`, [`namer::regional_external_backend`]).
+    pub fn regional_external_backend_name(
+        &self,
+        namespace: &str,
+        service: &str,
+        port: i32,
+    ) -> String {
+        namer::regional_external_backend(
+            self.mode.scheme(),
+            &self.gke_uid,
+            namespace,
+            service,
+            port,
+        )
+    }
+
     /// Name of the shared L7 firewall rule.
     pub fn l7_firewall_name(&self) -> String {
         namer::l7_firewall(self.mode.scheme(), &self.firewall_uid)

@@ -377,6 +377,35 @@ pub fn backend(scheme: Scheme, uid: &str, namespace: &str, service: &str, port: 
     )
 }
 
+/// Name of the backend service and health check of one Service port behind a regional
+/// external Application Load Balancer (`gce-regional-external`): GKE's
+/// `k8s1-<uid8>-e-<ns'>-<svc'>-<port'>-<hash>`, the [`backend`] name with `-e` after the UID,
+/// the fields cut to 36 characters and the same hash (ingress-gce `pkg/utils/namer/namer.go`
+/// `RXLBBackendName`, used by `pkg/utils/serviceport.go` `BackendName` for
+/// `L7XLBRegionalEnabled` ports). A regional backend service has one `loadBalancingScheme`, so
+/// the internal class (INTERNAL_MANAGED, named by [`backend`]) and the regional external class
+/// (EXTERNAL_MANAGED, named here) each get their own in a region; the NEGs stay [`backend`]'s
+/// and are shared. 63 characters at most; starts with [`backend_prefix`].
+pub fn regional_external_backend(
+    scheme: Scheme,
+    uid: &str,
+    namespace: &str,
+    service: &str,
+    port: i32,
+) -> String {
+    let uid8: String = uid.chars().take(8).collect();
+    let port = port.to_string();
+    let trimmed = trim_fields_evenly(NEG_FIELDS_BUDGET - 2, &[namespace, service, &port]);
+    let suffix = sha256_hex(format!("{uid8};{namespace};{service};{port}").as_bytes(), 8);
+    format!(
+        "{}-{uid8}-e-{}-{}-{}-{suffix}",
+        scheme.backend(),
+        trimmed[0],
+        trimmed[1],
+        trimmed[2]
+    )
+}
+
 /// Prefix of every backend name of this cluster (`k8s1-<uid8>-`), for garbage collection.
 pub fn backend_prefix(scheme: Scheme, uid: &str) -> String {
     let uid8: String = uid.chars().take(8).collect();

@@ -196,6 +196,56 @@ fn gke_neg_and_firewall_cases() {
     assert_eq!(l7_firewall(Scheme::Gke, "fw1"), "k8s-fw-l7--fw1");
 }
 
+/// `TestNamerRXLBBackendName` (cluster UID `0123456789abcdef`): the regional external class's
+/// backend services and health checks, `-e-` after the UID, fields cut to 36 characters, the
+/// NEG's hash; in the operator's own scheme the same shape with `gclb-`.
+#[test]
+fn gke_regional_external_backend_cases() {
+    let uid = "0123456789abcdef";
+    for (ns, name, port, want) in [
+        (
+            "namespace",
+            "name",
+            80,
+            "k8s1-01234567-e-namespace-name-80-5104b449",
+        ),
+        (
+            &LONG[..10],
+            &LONG[..10],
+            1234567890,
+            "k8s1-01234567-e-0123456789-0123456789-1234567890-ed141b14",
+        ),
+        (
+            LONG,
+            "0",
+            0,
+            "k8s1-01234567-e-01234567890123456789012345678901234-0--72142e04",
+        ),
+        (
+            LONG,
+            LONG,
+            0,
+            "k8s1-01234567-e-012345678901234567-012345678901234567--9129e3d2",
+        ),
+        (
+            LONG,
+            &LONG[..40],
+            2147483647,
+            "k8s1-01234567-e-012345678901234567-012345678901234-214-ed1f2a2f",
+        ),
+    ] {
+        let got = regional_external_backend(Scheme::Gke, uid, ns, name, port);
+        assert_eq!(got, want);
+        assert!(got.len() <= MAX_NAME_LENGTH && is_valid_name(&got), "{got}");
+        assert!(got.starts_with(&backend_prefix(Scheme::Gke, uid)), "{got}");
+        assert_ne!(got, backend(Scheme::Gke, uid, ns, name, port));
+    }
+    assert_eq!(
+        regional_external_backend(Scheme::Own, uid, "namespace", "name", 80),
+        "gclb-01234567-e-namespace-name-80-5104b449"
+    );
+}
+
 /// `TestNameBelongsToCluster`, for the v1 frontend names GC looks at.
 #[test]
 fn gke_v1_names_belong_to_their_cluster() {

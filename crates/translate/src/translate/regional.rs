@@ -10,6 +10,13 @@
 //! - backend services get the class's `loadBalancingScheme` ([`RegionalClass::scheme`]:
 //!   INTERNAL_MANAGED or EXTERNAL_MANAGED), on the same zonal NEGs as an external Ingress of the
 //!   same Service port (NEGs are shared: one per Service port and zone);
+//! - a backend service has one scheme, so the two classes' backend services of one Service port
+//!   in one region are two: the internal class keeps the NEG's name (`k8s1-<uid8>-...`), the
+//!   regional external class's backend service and health check are named
+//!   `k8s1-<uid8>-e-...` ([`super::namer::regional_external_backend`]), as GKE names them
+//!   (ingress-gce `pkg/utils/serviceport.go` `BackendName`: `RXLBBackendName` when
+//!   `L7XLBRegionalEnabled`), and every reference to them follows
+//!   ([`name_regional_external_backends`]);
 //! - forwarding rules get that scheme and the cluster's network (the API finds the region's
 //!   proxy-only subnet through it). Internal ones also get the `--subnetwork` (the API gives
 //!   them an address of that subnet); regional external ones get `networkTier: PREMIUM` (the
@@ -23,15 +30,23 @@
 //! built), per the "What works where" table: for both classes Cloud CDN, a Cloud Armor (global)
 //! security policy, `ncp/whitelist-source-range`, Google-managed certificates, a global static
 //! IP, an SSL policy (global) and HTTP/3; for the regional external class also IAP (ingress-gce
-//! rejects CDN and IAP there, inventory §2); for the internal class the HTTP-to-HTTPS redirect.
+//! rejects CDN and IAP there, inventory §2).
 //!
-//! The regional external class builds FrontendConfig `redirectToHttps` (and
-//! `ncp/http-redirect`) as Google documents for the regional external Application Load Balancer
-//! ("Set up an HTTP-to-HTTPS redirect for regional external Application Load Balancers"): the
-//! redirect URL map `k8s2-rm-` moves to `regionUrlMaps` (a `defaultUrlRedirect` with
-//! `httpsRedirect`, no backend service), the regional target HTTP proxy points at it, and the
-//! HTTP forwarding rule on port 80 shares the HTTPS rule's address, which on a regional load
-//! balancer is the reserved address of `kubernetes.io/ingress.regional-static-ip-name`.
+//! Both classes build FrontendConfig `redirectToHttps` (and `ncp/http-redirect`) as Google
+//! documents for each load balancer ("Set up an HTTP-to-HTTPS redirect for regional external
+//! Application Load Balancers", `load-balancing/docs/https/setting-up-reg-http-https-redirect`;
+//! "Set up HTTP-to-HTTPS redirect for regional internal Application Load Balancers",
+//! `load-balancing/docs/l7-internal/setting-up-http-to-https-redirect`: a partial HTTP load
+//! balancer, only a frontend, whose URL map redirects to the HTTPS one on the same reserved
+//! shared internal address): the redirect URL map `k8s2-rm-` moves to `regionUrlMaps` (a
+//! `defaultUrlRedirect` with `httpsRedirect`, no backend service), the regional target HTTP
+//! proxy points at it, and the HTTP forwarding rule on port 80 shares the HTTPS rule's address,
+//! which on a regional load balancer is the reserved address of
+//! `kubernetes.io/ingress.regional-static-ip-name`. (ingress-gce refuses the redirect with its
+//! internal class, inventory §2; Google's load balancer supports it, so this operator builds
+//! it.)
+
+use std::collections::BTreeMap;
 
 use google_cloud_compute_v1::model;
 use google_cloud_compute_v1::model::{backend_service, forwarding_rule};
@@ -288,7 +303,71 @@ pub fn regionalize(
         *rule = r;
     }
     desired.region = Some(region.to_string());
+    if kind == RegionalClass::External {
+        desired = name_regional_external_backends(desired, config, region);
+    }
     Ok(desired)
+}
+
+/// Renames the backend services and health checks of a regional external Ingress `desired`
+/// (already moved into `region`) to [`super::namer::regional_external_backend`]'s names, in the
+/// backends' map, their `name`s and every reference to them (backend services' `healthChecks`,
+/// the URL map's services). Their NEGs keep their names: the NEGs are shared by every class.
+/// Pure and deterministic: the same input gives the same output.
+fn name_regional_external_backends(
+    mut desired: DesiredIngress,
+    config: &TranslateConfig,
+    region: &str,
+) -> DesiredIngress {
+    let project = &config.project;
+    let regional = |collection: &str, name: &str| {
+        format!("projects/{project}/regions/{region}/{collection}/{name}")
+    };
+    let mut refs: BTreeMap<String, String> = BTreeMap::new();
+    let mut backends = BTreeMap::new();
+    for (old, mut backend) in std::mem::take(&mut desired.backends) {
+        let k = &backend.key;
+        let new = config.regional_external_backend_name(&k.namespace, &k.service, k.port);
+        for collection in ["backendServices", "healthChecks"] {
+            refs.insert(regional(collection, &old), regional(collection, &new));
+        }
+        if let Some(hc) = backend.health_check.name.as_mut() {
+            hc.clone_from(&new);
+        }
+        backend.backend_service.name = Some(new.clone());
+        backends.insert(new, backend);
+    }
+    for backend in backends.values_mut() {
+        backend.backend_service = renamed(&backend.backend_service, &refs);
+    }
+    desired.backends = backends;
+    let f = &mut desired.frontend;
+    f.url_map = f.url_map.as_ref().map(|m| renamed(m, &refs));
+    desired
+}
+
+/// `value` with every string equal to a key of `refs` replaced by its value.
+fn renamed<T: Serialize + DeserializeOwned + Clone>(
+    value: &T,
+    refs: &BTreeMap<String, String>,
+) -> T {
+    fn walk(v: &mut serde_json::Value, refs: &BTreeMap<String, String>) {
+        match v {
+            serde_json::Value::String(s) => {
+                if let Some(new) = refs.get(s.as_str()) {
+                    s.clone_from(new);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|i| walk(i, refs)),
+            serde_json::Value::Object(map) => map.values_mut().for_each(|i| walk(i, refs)),
+            _ => {}
+        }
+    }
+    let Ok(mut json) = serde_json::to_value(value) else {
+        return value.clone();
+    };
+    walk(&mut json, refs);
+    serde_json::from_value(json).unwrap_or_else(|_| value.clone())
 }
 
 /// `value` with every `.../global/{collection}/...` reference of [`REGIONAL_COLLECTIONS`] in
@@ -389,12 +468,6 @@ fn refuse_unsupported(
         return Err(refuse(
             format!("a global static IP (annotation {GLOBAL_STATIC_IP_NAME})"),
             &format!("reserve a regional address and name it in {REGIONAL_STATIC_IP_NAME} instead, or remove the annotation"),
-        ));
-    }
-    if kind == RegionalClass::Internal && desired.frontend.redirect_url_map.is_some() {
-        return Err(refuse(
-            "the HTTP-to-HTTPS redirect (FrontendConfig spec.redirectToHttps)".into(),
-            "remove spec.redirectToHttps from the FrontendConfig",
         ));
     }
     let f = &desired.frontend;

@@ -366,8 +366,11 @@ fn iap_is_refused_on_the_regional_external_class_and_ssl_policies_on_both() {
 /// forwarding rule (port 80) shares the HTTPS rule's reserved address ("Set up an HTTP-to-HTTPS
 /// redirect for regional external Application Load Balancers"). The internal class still
 /// refuses it.
+/// Google documents the redirect for both regional load balancers ("Set up an HTTP-to-HTTPS
+/// redirect for regional external Application Load Balancers"; "Set up HTTP-to-HTTPS redirect
+/// for regional internal Application Load Balancers"): both classes build it.
 #[test]
-fn the_regional_external_class_builds_the_https_redirect_in_its_region() {
+fn both_regional_classes_build_the_https_redirect_in_their_region() {
     let yaml = OBJECTS
         .replace(
             "annotations: {kubernetes.io/ingress.class: CLASS}",
@@ -393,9 +396,16 @@ stringData:
   tls.crt: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
   tls.key: "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
 "#;
-    let d = translate_with(&yaml.replace("CLASS", "gce-regional-external"))
-        .1
-        .unwrap();
+    for (class, scheme) in [
+        ("gce-regional-external", EXTERNAL_MANAGED),
+        ("gce-internal", INTERNAL_MANAGED),
+    ] {
+        let d = translate_with(&yaml.replace("CLASS", class)).1.unwrap();
+        assert_redirect_in_region(&d, scheme);
+    }
+}
+
+fn assert_redirect_in_region(d: &DesiredIngress, scheme: &str) {
     let f = &d.frontend;
     let rm = f.redirect_url_map.as_ref().expect("a redirect URL map");
     let redirect = rm.default_url_redirect.as_ref().unwrap();
@@ -429,18 +439,64 @@ stringData:
     assert_eq!(http.port_range.as_deref(), Some("80-80"));
     assert_eq!(
         http.load_balancing_scheme.as_ref().and_then(|s| s.name()),
-        Some(EXTERNAL_MANAGED)
+        Some(scheme)
     );
     assert_eq!(
         f.static_ip_name.as_deref(),
         Some("vip"),
         "one address for both rules"
     );
-    let err = translate_with(&yaml.replace("CLASS", "gce-internal"))
-        .1
-        .unwrap_err();
-    assert!(
-        matches!(&err, TranslateError::UnsupportedOnRegional { feature, .. } if feature.contains("redirectToHttps")),
-        "{err}"
-    );
+}
+
+/// A backend service has one `loadBalancingScheme`: one Service port behind an internal and a
+/// regional external Ingress in one region gets one backend service (and health check) per
+/// scheme, named as GKE names them (`RXLBBackendName` for the regional external class), on the
+/// same NEGs.
+#[test]
+fn one_service_port_behind_both_regional_classes_gets_a_backend_service_per_scheme() {
+    let internal = translate_class("gce-internal");
+    let external = translate_class("gce-regional-external");
+    let c = config();
+    let neg = c.backend_name("default", "web", 80);
+    let rxlb = c.regional_external_backend_name("default", "web", 80);
+    assert_ne!(neg, rxlb);
+    assert!(rxlb.contains("-e-default-web-80-"), "{rxlb}");
+    let regional = "projects/my-project/regions/us-central1/";
+    for (d, name, scheme) in [
+        (&internal, &neg, INTERNAL_MANAGED),
+        (&external, &rxlb, EXTERNAL_MANAGED),
+    ] {
+        assert_eq!(d.backends.keys().collect::<Vec<_>>(), vec![name]);
+        let b = &d.backends[name];
+        let bs = &b.backend_service;
+        assert_eq!(bs.name.as_deref(), Some(name.as_str()));
+        assert_eq!(b.health_check.name.as_deref(), Some(name.as_str()));
+        assert_eq!(
+            bs.health_checks,
+            vec![format!("{regional}healthChecks/{name}")]
+        );
+        assert_eq!(
+            bs.load_balancing_scheme.as_ref().and_then(|s| s.name()),
+            Some(scheme)
+        );
+        assert_eq!(
+            d.frontend.url_map.as_ref().unwrap().default_service,
+            Some(format!("{regional}backendServices/{name}"))
+        );
+        // The NEGs keep the shared name, and the backend service still points at them.
+        assert!(b
+            .negs
+            .iter()
+            .all(|n| n.neg.name.as_deref() == Some(neg.as_str())));
+        assert!(bs.backends.iter().all(|x| x
+            .group
+            .as_deref()
+            .is_some_and(|g| g.ends_with(&format!("/networkEndpointGroups/{neg}")))));
+        assert!(!bs.backends.is_empty());
+    }
+    let json = external.to_json().to_string();
+    assert!(!json.contains(&format!("backendServices/{neg}")), "{json}");
+    assert!(!json.contains(&format!("healthChecks/{neg}")), "{json}");
+    // Deterministic: the same snapshot gives the same names.
+    assert_eq!(translate_class("gce-regional-external"), external);
 }
