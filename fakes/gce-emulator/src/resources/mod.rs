@@ -38,6 +38,10 @@ pub mod tls_routes;
 pub mod url_maps;
 pub mod zones;
 
+#[cfg(test)]
+#[path = "scope_tests.rs"]
+mod scope_tests;
+
 pub use collections::{
     all, collection, collection_of_key, name_of, Collection, Scope, COLLECTIONS, READ_ONLY,
 };
