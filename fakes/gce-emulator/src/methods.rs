@@ -382,7 +382,7 @@ fn after_write(state: &mut State, coll: &Collection, key: &str, old: Option<&Val
         "networks" if old.is_none() && resources::name_of(key) == "default" => {
             let project = key.split('/').nth(1).unwrap_or_default().to_string();
             let base = state.base.clone();
-            for (k, v) in resources::firewalls::default_rules(&base, &project) {
+            for (k, v) in resources::default_network::firewall_rules(&base, &project) {
                 if !state.resources.contains_key(&k) {
                     state.put(k, v);
                 }

@@ -65,6 +65,39 @@ pub const CRATES: &[CrateSpec] = &[
                 "operations",
                 "resources",
             ],
+            // the Compute collections under resources/ (resources/mod.rs, above, dispatches a
+            // request to them): one module per collection serving every scope it has, and the
+            // rules between collections (load balancing schemes, reference scopes, the default
+            // network of a project).
+            &[
+                "resources::addresses",
+                "resources::backend_services",
+                "resources::default_network",
+                "resources::firewalls",
+                "resources::forwarding_rules",
+                "resources::health_checks",
+                "resources::instance_groups",
+                "resources::instances",
+                "resources::load_balancing_schemes",
+                "resources::network_endpoint_groups",
+                "resources::networks",
+                "resources::projects",
+                "resources::reference_scopes",
+                "resources::security_policies",
+                "resources::ssl_certificates",
+                "resources::ssl_policies",
+                "resources::subnetworks",
+                "resources::target_http_proxies",
+                "resources::target_https_proxies",
+                "resources::target_ssl_proxies",
+                "resources::target_tcp_proxies",
+                "resources::tls_routes",
+                "resources::url_maps",
+                "resources::zones",
+            ],
+            // what every collection shares: the table of collections, and `Prepare` with the
+            // references it resolves.
+            &["resources::collections", "resources::references"],
             // the models the control plane keeps.
             &[
                 "addresses",

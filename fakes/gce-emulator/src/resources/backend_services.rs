@@ -1,14 +1,29 @@
-//! `backendServices`: global backend services whose backends are zonal GCE_VM_IP_PORT NEGs
-//! (instance groups are not emulated), plus `getHealth`, answered from the health checker's
-//! [`HealthTable`].
+//! `backendServices` and `regionBackendServices`: backend services whose backends are zonal
+//! GCE_VM_IP_PORT NEGs (instance groups are not emulated), plus `getHealth`, answered from the
+//! health checker's [`HealthTable`], and the signed URL keys of Cloud CDN.
+//!
+//! A regional backend service (Compute API v1 reference, `regionBackendServices`) is validated
+//! as a global one, then: the emulator serves the proxy load balancers, so it is one of the
+//! regional internal Application Load Balancer (`loadBalancingScheme: INTERNAL_MANAGED`) or of
+//! the regional external Application Load Balancer (`EXTERNAL_MANAGED`); the passthrough schemes
+//! (INTERNAL, EXTERNAL: the API's default for this collection) answer 400 saying so. Cloud CDN
+//! is a feature of the global external load balancers only ("Cloud CDN ... is supported with
+//! the global external Application Load Balancer and the classic Application Load Balancer"),
+//! so `enableCDN: true` and `cdnPolicy` are refused, as is `edgeSecurityPolicy`. Health checks
+//! and NEGs must be in the service's region (`resources::reference_scopes`).
 
 use serde_json::{json, Value};
 
 use crate::errors::ApiError;
 use crate::health_state::{HealthKey, HealthState, HealthTable};
-use crate::resources::Prepare;
+use crate::resources::collections::Scope;
+use crate::resources::references::Prepare;
 use crate::store::State;
 use crate::validate::{self, Obj};
+
+/// Load balancing schemes of the regional Application Load Balancers, the only ones a regional
+/// backend service (and a regional forwarding rule) may have in the emulator.
+pub const PROXY_SCHEMES: &[&str] = &["INTERNAL_MANAGED", "EXTERNAL_MANAGED"];
 
 const PROTOCOLS: &[&str] = &[
     "HTTP",
@@ -41,10 +56,46 @@ const AFFINITIES: &[&str] = &[
 ];
 const BALANCING_MODES: &[&str] = &["UTILIZATION", "RATE", "CONNECTION", "CUSTOM_METRICS"];
 
-/// Validates a backend service: enums, `timeoutSec` (1-86400, default 30), `healthChecks`
-/// (at most one, must exist), `backends[].group` (distinct NEGs that exist, balancing mode RATE
-/// or CONNECTION for NEGs, default RATE), `securityPolicy`, `connectionDraining`, `logConfig`.
-pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
+/// Validates a backend service of `scope` (global or regional): enums, `timeoutSec` (1-86400,
+/// default 30), `healthChecks` (at most one, must exist), `backends[].group` (distinct NEGs that
+/// exist, balancing mode RATE or CONNECTION for NEGs, default RATE), `securityPolicy`,
+/// `connectionDraining`, `logConfig`; a regional one as the module docs say. Errors: 400
+/// `invalid` naming the field, 404 for a reference to a missing resource.
+pub fn prepare(cx: &Prepare<'_>, r: &mut Obj, scope: Scope) -> Result<(), ApiError> {
+    if scope != Scope::Regional {
+        return prepare_any(cx, r);
+    }
+    if validate::opt_str(r, "resource", "loadBalancingScheme")?.is_none() {
+        r.insert("loadBalancingScheme".into(), "INTERNAL".into());
+    }
+    prepare_any(cx, r)?;
+    let scheme = validate::req_str(r, "resource", "loadBalancingScheme")?;
+    if !PROXY_SCHEMES.contains(&scheme) {
+        return Err(ApiError::invalid_value(
+            "resource.loadBalancingScheme",
+            scheme,
+            "The emulator serves regional backend services of the regional Application Load Balancers only: use INTERNAL_MANAGED or EXTERNAL_MANAGED (passthrough Network Load Balancers are not emulated).",
+        ));
+    }
+    if r.get("enableCDN").and_then(Value::as_bool) == Some(true) || r.contains_key("cdnPolicy") {
+        return Err(ApiError::invalid_value(
+            "resource.enableCDN",
+            "true",
+            "Cloud CDN is not supported for regional backend services; it requires the global external Application Load Balancer.",
+        ));
+    }
+    if r.get("edgeSecurityPolicy").is_some_and(|v| !v.is_null()) {
+        return Err(ApiError::invalid_value(
+            "resource.edgeSecurityPolicy",
+            "",
+            "Edge security policies are not supported for regional backend services.",
+        ));
+    }
+    Ok(())
+}
+
+/// What every backend service is validated for, whatever its scope (see [`prepare`]).
+fn prepare_any(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
     validate::enum_field(r, "resource", "protocol", PROTOCOLS, Some("HTTP"))?;
     validate::enum_field(
         r,

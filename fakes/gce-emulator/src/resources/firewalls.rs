@@ -6,7 +6,8 @@
 use serde_json::{json, Value};
 
 use crate::errors::ApiError;
-use crate::resources::Prepare;
+use crate::resources::networks::network_field;
+use crate::resources::references::Prepare;
 use crate::validate::{self, Obj};
 
 const PROTOCOLS: &[&str] = &["tcp", "udp", "icmp", "esp", "ah", "sctp", "ipip", "all"];
@@ -25,7 +26,7 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
             ));
         }
     }
-    cx.network_field(r)?;
+    network_field(cx, r)?;
     validate::enum_field(
         r,
         "resource",
@@ -108,61 +109,6 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
         validate::bool_field(lc, "resource.logConfig", "enable", None)?;
     }
     Ok(())
-}
-
-/// The four rules Google Cloud creates with a project's auto-mode `default` network (Google
-/// Cloud "VPC firewall rules", "Pre-populated rules in the default network"), as
-/// `(key, wire JSON)`: `default-allow-internal` (TCP and UDP on every port and ICMP from
-/// 10.128.0.0/9), `default-allow-ssh` (TCP 22), `default-allow-rdp` (TCP 3389) and
-/// `default-allow-icmp` from anywhere, all at priority 65534. None admits Google's load
-/// balancer ranges to a serving port: a load balancer still needs its own rule.
-pub fn default_rules(base: &str, project: &str) -> Vec<(String, Value)> {
-    let network = format!("{base}projects/{project}/global/networks/default");
-    let rule = |name: &str, description: &str, ranges: &[&str], allowed: Value| {
-        let key = format!("projects/{project}/global/firewalls/{name}");
-        let v = json!({
-            "kind": "compute#firewall",
-            "id": crate::store::new_id().to_string(),
-            "creationTimestamp": crate::store::timestamp(),
-            "name": name,
-            "description": description,
-            "network": network,
-            "priority": 65534,
-            "sourceRanges": ranges,
-            "allowed": allowed,
-            "direction": "INGRESS",
-            "logConfig": {"enable": false},
-            "disabled": false,
-            "selfLink": format!("{base}{key}"),
-        });
-        (key, v)
-    };
-    vec![
-        rule(
-            "default-allow-icmp",
-            "Allow ICMP from anywhere",
-            &["0.0.0.0/0"],
-            json!([{"IPProtocol": "icmp"}]),
-        ),
-        rule(
-            "default-allow-internal",
-            "Allow internal traffic on the default network",
-            &["10.128.0.0/9"],
-            json!([{"IPProtocol": "tcp", "ports": ["0-65535"]}, {"IPProtocol": "udp", "ports": ["0-65535"]}, {"IPProtocol": "icmp"}]),
-        ),
-        rule(
-            "default-allow-rdp",
-            "Allow RDP from anywhere",
-            &["0.0.0.0/0"],
-            json!([{"IPProtocol": "tcp", "ports": ["3389"]}]),
-        ),
-        rule(
-            "default-allow-ssh",
-            "Allow SSH from anywhere",
-            &["0.0.0.0/0"],
-            json!([{"IPProtocol": "tcp", "ports": ["22"]}]),
-        ),
-    ]
 }
 
 /// `80` or `8000-8080` with ports in 0-65535 and low <= high.

@@ -1,10 +1,13 @@
-//! `healthChecks`: global health checks of types HTTP, HTTPS, HTTP2, TCP, SSL, GRPC and
-//! GRPC_WITH_TLS (`grpcServiceName` ASCII only, as the reference says), with the
+//! `healthChecks` and `regionHealthChecks`: health checks of types HTTP, HTTPS, HTTP2, TCP, SSL,
+//! GRPC and GRPC_WITH_TLS (`grpcServiceName` ASCII only, as the reference says), with the
 //! defaults the Compute reference documents (5 s interval and timeout, thresholds 2, port 80 or
-//! 443, request path `/`, proxy header NONE).
+//! 443, request path `/`, proxy header NONE). Both scopes are the same resource, validated the
+//! same way (Compute API v1 reference, `healthChecks` and `regionHealthChecks`); regional
+//! backend services of INTERNAL_MANAGED and EXTERNAL_MANAGED load balancers must use a regional
+//! one in their own region (`resources::reference_scopes`).
 
 use crate::errors::ApiError;
-use crate::resources::Prepare;
+use crate::resources::references::Prepare;
 use crate::validate::{self, Obj};
 
 /// `type` values and the sub-object each uses.
@@ -18,7 +21,7 @@ const TYPES: &[(&str, &str)] = &[
     ("GRPC_WITH_TLS", "grpcTlsHealthCheck"),
 ];
 
-/// Validates a health check; `timeoutSec` must not exceed `checkIntervalSec`.
+/// Validates a health check of either scope; `timeoutSec` must not exceed `checkIntervalSec`.
 pub fn prepare(_cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
     let names: Vec<&str> = TYPES.iter().map(|(t, _)| *t).collect();
     // A client may omit `type` and send one sub-object: infer it, as the API does for legacy callers.

@@ -21,7 +21,9 @@ use serde_json::{json, Value};
 
 use crate::errors::ApiError;
 use crate::network::{interfaces, ranges};
-use crate::resources::{name_of, projects, zones, Prepare};
+use crate::resources::collections::name_of;
+use crate::resources::references::Prepare;
+use crate::resources::{network_endpoint_groups, projects, zones};
 use crate::snapshot::{key_in_project, ResourceKey};
 use crate::store::{fingerprint, State};
 use crate::validate::{self, cidr_contains, parse_cidr, Obj};
@@ -568,7 +570,7 @@ pub fn forget_endpoints(state: &mut State, key: &str) {
         })
         .collect();
     for (neg, eps) in negs {
-        crate::resources::network_endpoint_groups::apply(state, &neg, eps, false);
+        network_endpoint_groups::apply(state, &neg, eps, false);
     }
 }
 

@@ -18,7 +18,7 @@
 use serde_json::Value;
 
 use crate::errors::ApiError;
-use crate::resources::Prepare;
+use crate::resources::references::Prepare;
 use crate::snapshot::key_from_url;
 use crate::store::State;
 use crate::validate::Obj;

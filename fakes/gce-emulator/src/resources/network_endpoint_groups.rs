@@ -9,7 +9,9 @@ use serde_json::{json, Value};
 use crate::errors::ApiError;
 use crate::health_state::{HealthKey, HealthState, HealthTable};
 use crate::network::interfaces::{self, Nic};
-use crate::resources::Prepare;
+use crate::resources::collections::name_of;
+use crate::resources::networks::network_field;
+use crate::resources::references::Prepare;
 use crate::snapshot::{key_from_url, NetworkEndpoint};
 use crate::store::State;
 use crate::validate::{self, Obj};
@@ -45,7 +47,7 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
             "Only GCE_VM_IP_PORT network endpoint groups are emulated.",
         ));
     }
-    cx.network_field(r)?;
+    network_field(cx, r)?;
     validate::opt_str(r, "resource", "subnetwork")?;
     validate::int_field(r, "resource", "defaultPort", 1, 65535, None)?;
     let size = cx.state.neg_endpoints.get(cx.key).map_or(0, Vec::len);
@@ -142,7 +144,7 @@ pub fn resolve_endpoint(
         .get(neg_key)
         .and_then(|n| n.get("network")?.as_str().and_then(key_from_url))
         .unwrap_or_default();
-    let net_name = crate::resources::name_of(&network).to_string();
+    let net_name = name_of(&network).to_string();
     let refuse = |ip: &str, owner: Option<&str>| {
         let whose = match owner {
             Some(i) => format!(" or to the instance {i}"),
@@ -162,7 +164,7 @@ pub fn resolve_endpoint(
         return state
             .scan(&prefix)
             .find(|(_, vm)| interfaces::nic_on(vm, &network).is_some_and(|n| n.holds(ip)))
-            .map(|(k, _)| (ip, Some(crate::resources::name_of(k).to_string())))
+            .map(|(k, _)| (ip, Some(name_of(k).to_string())))
             .ok_or_else(|| refuse(&ip.to_string(), None));
     };
     let key = format!("{zone_prefix}/instances/{name}");

@@ -11,6 +11,8 @@
 use serde_json::{json, Value};
 
 use crate::errors::ApiError;
+use crate::resources::collections::name_of;
+use crate::resources::default_network;
 use crate::store::State;
 
 /// The project number the emulator gives `project` (stable: derived from its id).
@@ -58,8 +60,8 @@ pub fn new_project(base: &str, project: &str) -> Value {
 
 /// Sets up `project` on its first use, as Google Cloud creates a project: the project
 /// resource, its auto-mode `default` network and that network's four default firewall rules
-/// (see [`crate::resources::firewalls::default_rules`]). Returns true when something was
-/// created (a mutation to publish). Nothing that already exists is replaced.
+/// (see [`default_network`]). Returns true when something was created (a mutation to
+/// publish). Nothing that already exists is replaced.
 pub fn ensure(state: &mut State, project: &str) -> bool {
     if !state.mark_project(project) {
         return false;
@@ -72,20 +74,8 @@ pub fn ensure(state: &mut State, project: &str) -> bool {
     }
     let network = format!("projects/{project}/global/networks/default");
     if !state.resources.contains_key(&network) {
-        let value = json!({
-            "kind": "compute#network",
-            "id": crate::store::new_id().to_string(),
-            "creationTimestamp": crate::store::timestamp(),
-            "name": "default",
-            "description": "Default network for the project",
-            "selfLink": format!("{base}{network}"),
-            "selfLinkWithId": format!("{base}{network}"),
-            "autoCreateSubnetworks": true,
-            "routingConfig": {"routingMode": "REGIONAL"},
-            "networkFirewallPolicyEnforcementOrder": "AFTER_CLASSIC_FIREWALL",
-        });
-        state.put(network.clone(), value);
-        for (k, v) in crate::resources::firewalls::default_rules(&base, project) {
+        state.put(network.clone(), default_network::network(&base, &network));
+        for (k, v) in default_network::firewall_rules(&base, project) {
             if !state.resources.contains_key(&k) {
                 state.put(k, v);
             }
@@ -124,7 +114,7 @@ pub fn host_of(state: &State, service: &str) -> Option<String> {
 pub fn services_of(state: &State, host: &str) -> Vec<String> {
     state
         .scan(&format!("projects/{host}/xpnResources/"))
-        .map(|(k, _)| crate::resources::name_of(k).to_string())
+        .map(|(k, _)| name_of(k).to_string())
         .collect()
 }
 

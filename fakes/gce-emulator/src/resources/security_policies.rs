@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use serde_json::{json, Value};
 
 use crate::errors::ApiError;
-use crate::resources::Prepare;
+use crate::resources::references::Prepare;
 use crate::validate::{self, Obj};
 
 /// Priority of the default rule every policy has.

@@ -2,19 +2,36 @@
 //! the leaf certificate) and MANAGED certificates for `managed.domains`, which start
 //! `PROVISIONING` and become `ACTIVE` once served by a forwarding rule (see `emulator.rs`).
 //! `privateKey` is never returned; it goes to `Snapshot::private_keys` for the data plane.
+//!
+//! Also `regionSslCertificates`, the certificates of regional target HTTPS proxies (Compute API
+//! v1 reference, `regionSslCertificates`): only self-managed certificates exist in a region,
+//! Google-managed certificates are global ("Regional SSL certificates can only be
+//! SELF_MANAGED").
 
 use serde_json::{json, Map, Value};
 use x509_parser::prelude::*;
 
 use crate::errors::ApiError;
-use crate::resources::Prepare;
+use crate::resources::collections::Scope;
+use crate::resources::references::Prepare;
 use crate::validate::{self, Obj};
 
 /// Validates a certificate. SELF_MANAGED: `certificate` (PEM chain, leaf first) and `privateKey`
 /// (PEM, PKCS#8, PKCS#1 or SEC1) are required and must match; `expireTime` and
 /// `subjectAlternativeNames` are read from the leaf. MANAGED: 1-100 `managed.domains`.
-/// The key stays in the body under `privateKey`; the store moves it out.
-pub fn prepare(_cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
+/// The key stays in the body under `privateKey`; the store moves it out. A regional certificate
+/// (`scope` Regional) of `type: MANAGED` is refused (400 `invalid`).
+pub fn prepare(_cx: &Prepare<'_>, r: &mut Obj, scope: Scope) -> Result<(), ApiError> {
+    if scope == Scope::Regional
+        && (validate::opt_str(r, "resource", "type")? == Some("MANAGED")
+            || r.contains_key("managed"))
+    {
+        return Err(ApiError::invalid_value(
+            "resource.type",
+            "MANAGED",
+            "Regional SSL certificates can only be SELF_MANAGED.",
+        ));
+    }
     validate::opt_str(r, "resource", "description")?;
     let default = if r.contains_key("managed") {
         "MANAGED"

@@ -1,7 +1,7 @@
 //! `sslPolicies`: TLS profile and minimum version for target HTTPS proxies.
 
 use crate::errors::ApiError;
-use crate::resources::Prepare;
+use crate::resources::references::Prepare;
 use crate::validate::{self, Obj};
 
 /// Validates an SSL policy: `profile` (default COMPATIBLE), `minTlsVersion` (default TLS_1_0),

@@ -21,7 +21,8 @@ use std::net::Ipv4Addr;
 use serde_json::Value;
 
 use crate::errors::ApiError;
-use crate::resources::Prepare;
+use crate::resources::networks::network_field;
+use crate::resources::references::Prepare;
 use crate::snapshot::key_from_url;
 use crate::validate::{self, parse_cidr, Obj};
 
@@ -46,7 +47,7 @@ pub fn prepare(cx: &Prepare<'_>, r: &mut Obj) -> Result<(), ApiError> {
     if validate::opt_str(r, "resource", "network")?.is_none() {
         return Err(ApiError::required("resource.network"));
     }
-    cx.network_field(r)?;
+    network_field(cx, r)?;
     let range_s = validate::req_str(r, "resource", "ipCidrRange")?.to_string();
     let range = parse_cidr(&range_s)
         .filter(|(_, len)| (8..=29).contains(len))

@@ -8,8 +8,8 @@
 //! plain TCP to an endpoint of `service` (`dataplane/tls_route.rs`).
 
 use crate::errors::ApiError;
+use crate::resources::references::Prepare;
 use crate::resources::target_tcp_proxies::service_field;
-use crate::resources::Prepare;
 use crate::validate::{self, Obj};
 
 /// Validates a target SSL proxy.

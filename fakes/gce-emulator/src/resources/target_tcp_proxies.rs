@@ -7,7 +7,7 @@
 //! `dataplane/tls_route.rs`), and connections no route matches go to `service`.
 
 use crate::errors::ApiError;
-use crate::resources::Prepare;
+use crate::resources::references::Prepare;
 use crate::validate::{self, Obj};
 
 /// Validates a target TCP proxy: `service` is required and must be a backend service of

@@ -238,6 +238,19 @@ pub fn array_mut<'a>(
     }
 }
 
+/// The list item `v` at `field` (`resource.pathMatchers[0]`) as an object, for nested
+/// validation; 400 `invalid` naming `field` ("Expected an object.") when it is not one.
+pub fn object_item_mut<'a>(v: &'a mut Value, field: &str) -> Result<&'a mut Obj, ApiError> {
+    match v {
+        Value::Object(o) => Ok(o),
+        other => Err(ApiError::invalid_value(
+            field,
+            &show(other),
+            "Expected an object.",
+        )),
+    }
+}
+
 /// The strings of the array at `key` (empty when absent).
 pub fn str_list(obj: &Obj, prefix: &str, key: &str) -> Result<Vec<String>, ApiError> {
     match obj.get(key) {

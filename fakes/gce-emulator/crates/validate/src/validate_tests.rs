@@ -270,3 +270,19 @@ fn cidrs_parse_contain_and_list_as_the_api_reads_them() {
     let (_, field, _) = refusal(cidr_list(&o, "r", "bad", true).unwrap_err());
     assert_eq!(field, "r.bad[1]");
 }
+
+#[test]
+fn a_list_item_must_be_an_object() {
+    let mut item = json!({"name": "m"});
+    let o = object_item_mut(&mut item, "r.pathMatchers[0]").unwrap();
+    o.insert("added".into(), json!(1));
+    assert_eq!(
+        item["added"], 1,
+        "the object is the item itself, for editing"
+    );
+    let mut bad = json!("m");
+    let (code, field, message) =
+        refusal(object_item_mut(&mut bad, "r.pathMatchers[1]").unwrap_err());
+    assert_eq!((code, field.as_str()), (400, "r.pathMatchers[1]"));
+    assert!(message.ends_with("Expected an object."), "{message}");
+}

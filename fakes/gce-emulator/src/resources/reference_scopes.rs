@@ -1,6 +1,6 @@
-//! What the regional collections share (`projects/{p}/regions/{region}/...`): the dispatch to
-//! each regional module, the `region` field every regional resource carries, and the scope
-//! rules of the Compute API for regional load balancers:
+//! Which scopes a resource may reference (`projects/{p}/regions/{region}/...` against
+//! `projects/{p}/global/...`), the scope rules of the Compute API for regional load balancers,
+//! checked by `resources::prepare` after each collection's own validation:
 //! - a regional resource references load balancing resources of its own region only (a
 //!   regional URL map's services are regional backend services of the same region, a regional
 //!   backend service's health check is a regional health check, its NEGs are in zones of the
@@ -13,11 +13,9 @@
 use serde_json::Value;
 
 use crate::errors::ApiError;
-use crate::resources::{
-    addresses, collection_of_key, forwarding_rules, region_backend_services, region_health_checks,
-    region_ssl_certificates, region_target_http_proxies, region_target_https_proxies,
-    region_url_maps, subnetworks, zones, Collection, Prepare, Scope,
-};
+use crate::resources::collections::{collection_of_key, Scope};
+use crate::resources::references::Prepare;
+use crate::resources::zones;
 use crate::snapshot::key_from_url;
 use crate::validate::Obj;
 
@@ -35,37 +33,6 @@ const SCOPED: &[&str] = &[
     "addresses",
     "forwardingRules",
 ];
-
-/// Validates a resource of regional collection `coll` in region `cx.zone` (the router puts the
-/// region there) and stamps its `region` URL.
-pub fn prepare(coll: &Collection, cx: &Prepare<'_>, body: &mut Obj) -> Result<(), ApiError> {
-    body.remove("region");
-    let region = cx.zone.unwrap_or_default();
-    match coll.segment {
-        "subnetworks" => subnetworks::prepare(cx, body)?,
-        "healthChecks" => region_health_checks::prepare(cx, body)?,
-        "backendServices" => region_backend_services::prepare(cx, body)?,
-        "urlMaps" => region_url_maps::prepare(cx, body)?,
-        "sslCertificates" => region_ssl_certificates::prepare(cx, body)?,
-        "targetHttpProxies" => region_target_http_proxies::prepare(cx, body)?,
-        "targetHttpsProxies" => region_target_https_proxies::prepare(cx, body)?,
-        "addresses" => addresses::prepare(cx, body)?,
-        "forwardingRules" => forwarding_rules::prepare(cx, body)?,
-        _ => {
-            return Err(ApiError::new(
-                405,
-                "badRequest",
-                format!("regional {} cannot be written", coll.segment),
-            ))
-        }
-    }
-    same_region_references(cx, region, body)?;
-    body.insert(
-        "region".into(),
-        Value::String(cx.url(&format!("projects/{}/regions/{region}", cx.project))),
-    );
-    Ok(())
-}
 
 /// Every reference (full URL) inside `v`, with the JSON path it was found at.
 fn references<'v>(base: &str, path: String, v: &'v Value, out: &mut Vec<(String, &'v str)>) {
@@ -95,9 +62,10 @@ fn region_of_key(key: &str) -> Option<&str> {
     }
 }
 
-/// Refuses a reference to a scoped or zonal resource outside `region`, or to a global
-/// load balancing resource. Errors: 400 `invalid` naming the field.
-fn same_region_references(cx: &Prepare<'_>, region: &str, body: &Obj) -> Result<(), ApiError> {
+/// Refuses a reference of a regional resource (`body`, validated by its collection) to a scoped
+/// or zonal resource outside `region`, or to a global load balancing resource. Errors: 400
+/// `invalid` naming the field.
+pub fn same_region_references(cx: &Prepare<'_>, region: &str, body: &Obj) -> Result<(), ApiError> {
     let mut refs = Vec::new();
     for (k, v) in body {
         references(cx.base(), format!("resource.{k}"), v, &mut refs);
