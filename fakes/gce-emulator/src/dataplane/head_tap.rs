@@ -9,7 +9,7 @@
 //! header map it hands over is the same as for a well-formed request. This tap is the narrowest
 //! place that still sees them: [`HeadTap`] wraps the socket (or the TLS stream), runs every
 //! head through `httparse`, the parser hyper itself uses with the same defaults (so both agree
-//! on where a head ends), and queues one [`HeadVerdict`] per head in [`HeadVerdicts`]; the
+//! on where a head ends), and records one [`HeadVerdict`] per head in [`HeadVerdicts`]; the
 //! listener's service takes them in order and marks an ambiguous request with [`AmbiguousFraming`],
 //! which `request_checks::check` refuses with 400 before anything is proxied, and the answer
 //! closes the connection (as nginx does).
@@ -22,10 +22,11 @@
 //! length and closes after answering, so no request boundary is lost either way; the answer is
 //! just not the 400 nginx gives. docs/reliability.md lists this.
 
-use std::collections::VecDeque;
 use std::io;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -46,20 +47,44 @@ pub struct AmbiguousFraming(pub &'static str);
 /// The verdicts of the heads a connection's tap has seen and its requests have not yet taken, in
 /// order. Shared between the tap (which pushes) and the listener's service (which takes one per
 /// request).
+///
+/// No queue is needed: the tap stops looking after an ambiguous head, so what it saw is always
+/// some clean heads, then at most one ambiguous head, then nothing. Two counters and the
+/// ambiguous head's index hold that without a lock or an allocation per request (a
+/// `Mutex<VecDeque>` did before: a lock and an unlock on each side of every request).
 #[derive(Debug, Default)]
-pub struct HeadVerdicts(Mutex<VecDeque<HeadVerdict>>);
+pub struct HeadVerdicts {
+    /// Heads the tap has seen (written by the tap only).
+    seen: AtomicU64,
+    /// Verdicts the service has taken (written by the service only).
+    taken: AtomicU64,
+    /// The index of the ambiguous head, the last the tap saw, and why it is ambiguous.
+    ambiguous: OnceLock<(u64, &'static str)>,
+}
 
 impl HeadVerdicts {
     /// The verdict of the next request's head: `None` when the tap did not see it (it stopped
     /// looking), `Some(None)` for a clean head, `Some(Some(why))` for an ambiguous one.
     pub fn next(&self) -> Option<HeadVerdict> {
-        self.0.lock().ok()?.pop_front()
+        let i = self.taken.load(Ordering::Relaxed);
+        if i >= self.seen.load(Ordering::Acquire) {
+            return None;
+        }
+        self.taken.store(i + 1, Ordering::Relaxed);
+        Some(match self.ambiguous.get() {
+            Some(&(at, why)) if at == i => Some(why),
+            _ => None,
+        })
     }
 
     fn push(&self, v: HeadVerdict) {
-        if let Ok(mut q) = self.0.lock() {
-            q.push_back(v);
+        let i = self.seen.load(Ordering::Relaxed);
+        if let Some(why) = v {
+            // The tap pushes nothing after an ambiguous head, so this is set once.
+            let _ = self.ambiguous.set((i, why));
         }
+        // Only the tap writes `seen`: a store, not a read-modify-write.
+        self.seen.store(i + 1, Ordering::Release);
     }
 }
 
@@ -199,9 +224,11 @@ impl HeadScanner {
 
     /// Parses the head at the start of `buf`.
     fn parse(buf: &[u8]) -> Parsed {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut headers);
-        match req.parse(buf) {
+        // Uninitialised, as hyper passes them: initialising 100 headers (3.2 KiB) per head cost
+        // more than parsing a small head.
+        let mut headers = [MaybeUninit::<httparse::Header<'_>>::uninit(); MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut []);
+        match req.parse_with_uninit_headers(buf, &mut headers) {
             Ok(httparse::Status::Complete(used)) => {
                 let (verdict, next) = judge(&req);
                 Parsed::Complete(used, verdict, next)

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arc_swap::ArcSwapOption;
-use http::header::{HeaderValue, HOST, LOCATION, SET_COOKIE, TE};
+use http::header::{HeaderValue, CONNECTION, HOST, LOCATION, SET_COOKIE, TE};
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::Either;
 use hyper::body::Incoming;
@@ -119,7 +119,14 @@ pub async fn handle(
         .as_ref()
         .map(|_| AccessRecord::new(&fe.rule, conn, &req));
     let (mut resp, backend) = match request_checks::check(&req) {
-        Err(r) => (error_response(r.status, r.status_details, &r.why), None),
+        Err(r) => {
+            let mut resp = error_response(r.status, r.status_details, &r.why);
+            if r.close_connection {
+                resp.headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+            (resp, None)
+        }
         Ok(()) => forward(&ctx, conn, &fe, req, &mut rec).await,
     };
     if fe.quic {

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::header::{HeaderValue, CONNECTION};
 use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioExecutor;
@@ -90,20 +89,14 @@ pub(crate) async fn drive_tapped<I>(
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let ctx = serving.ctx.clone();
+    // The proxy's future is returned as it is, not wrapped in another that adds
+    // `Connection: close` after an ambiguous head (request_checks.rs's refusal does that): the
+    // wrapper cost a copy of that future (several KiB) per request.
     let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-        let ambiguous = heads.as_ref().and_then(|h| h.next()).flatten();
-        if let Some(why) = ambiguous {
+        if let Some(why) = heads.as_ref().and_then(|h| h.next()).flatten() {
             req.extensions_mut().insert(AmbiguousFraming(why));
         }
-        let answer = proxy::handle(ctx.clone(), conn.clone(), req);
-        async move {
-            let mut resp = answer.await?;
-            if ambiguous.is_some() {
-                resp.headers_mut()
-                    .insert(CONNECTION, HeaderValue::from_static("close"));
-            }
-            Ok::<_, std::convert::Infallible>(resp)
-        }
+        proxy::handle(ctx.clone(), conn.clone(), req)
     });
     macro_rules! run {
         ($c:expr) => {{
