@@ -8,7 +8,10 @@
 //!   resource, the principal and the gcloud command that grants the operator's role; that
 //!   command, run with gcloud against the emulator, makes the next sync succeed;
 //! - a service account key file (`GOOGLE_APPLICATION_CREDENTIALS`) from the emulator, its
-//!   account bound to exactly deploy/iam's role: the load balancer serves.
+//!   account bound to exactly deploy/iam's role: the load balancer serves;
+//! - a token revoked while the operator holds it (`POST /_emulator/iam/tokens:revokeAll`,
+//!   tokens living an hour): the next sync gets one 401, builds its credentials again, retries
+//!   and succeeds, with no Warning Event and no sync error counted.
 
 mod support;
 
@@ -245,5 +248,107 @@ fn a_service_account_key_file_authenticates_the_operator() -> Result<()> {
         !events.iter().any(|e| e.starts_with("Warning")),
         "{events:#?}"
     );
+    Ok(())
+}
+
+/// `gclb_ingress_sync_errors_total` on the operator's `/metrics`, all classes.
+fn sync_errors(sys: &System) -> Result<u64> {
+    let url = sys
+        .operator
+        .as_ref()
+        .context("no operator")?
+        .metrics_url()?;
+    let body = reqwest::blocking::get(url)?.text()?;
+    Ok(body
+        .lines()
+        .filter(|l| l.starts_with("gclb_ingress_sync_errors_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64)
+}
+
+/// Permission checks the emulator granted `member` so far (all permissions).
+fn granted_to(sys: &System, member: &str) -> Result<u64> {
+    let v = sys.iam_admin(Method::GET, "", &Value::Null)?;
+    Ok(v["usage"][member]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, c)| c["granted"].as_u64())
+        .sum())
+}
+
+#[test]
+fn a_revoked_token_is_refreshed_once_and_the_sync_succeeds() -> Result<()> {
+    let mut sys = System::start_with(Options {
+        emulator_args: &[
+            "--port-map",
+            "80=0,443=0",
+            "--metadata-service-account",
+            GSA,
+        ],
+        iam: true,
+        ..Options::default()
+    })?;
+    define_role(&sys, "gclbOperator", role_yaml()?)?;
+    let member = format!("serviceAccount:{GSA}");
+    bind(&sys, &member, &role())?;
+    sys.apply_path(&examples())?;
+    sys.start_operator(&[])?;
+    let socket = sys.wait_for_ingress_socket("default", "my-ingress")?;
+    sys.wait_for_response(&socket, "your-store.example", "/products", 200, "products-")?;
+    let errors_before = sync_errors(&sys)?;
+    let tokens_before = tokens_of(&sys, GSA)?;
+    let before = sys.iam_admin(Method::GET, "", &Value::Null)?;
+    let unauthenticated_before = before["unauthenticated"].as_u64().unwrap_or(0);
+    let granted_before = granted_to(&sys, &member)?;
+
+    // Tokens live an hour (the default): the library would not refresh on its own. The
+    // emulator forgets every token it issued, as a revocation does.
+    let revoked = sys.iam_admin(Method::POST, "tokens:revokeAll", &Value::Null)?;
+    assert!(revoked["revoked"].as_u64() >= Some(1), "{revoked}");
+
+    // A change that needs a Compute call: the next sync sends the revoked token first.
+    sys.apply(
+        &(fanout::ingress("my-ingress", None, false)
+            + r#"      - path: /more
+        pathType: ImplementationSpecific
+        backend: {service: {name: my-products, port: {number: 60000}}}
+"#),
+    )?;
+    sys.wait_for_response(&socket, "your-store.example", "/more", 200, "products-")?;
+
+    let after = sys.iam_admin(Method::GET, "", &Value::Null)?;
+    let unauthenticated = after["unauthenticated"].as_u64().unwrap_or(0) - unauthenticated_before;
+    assert_eq!(
+        unauthenticated,
+        1,
+        "one 401, then a fresh token: {:#}\n{}",
+        after["refusals"],
+        sys.logs()
+    );
+    assert_eq!(
+        after["refusals"]
+            .as_array()
+            .and_then(|r| r.last())
+            .map(|r| r["code"].clone()),
+        Some(json!(401)),
+        "the 401 is the last refusal: nothing was refused after it"
+    );
+    assert!(
+        granted_to(&sys, &member)? > granted_before,
+        "calls succeeded after the 401"
+    );
+    assert!(
+        tokens_of(&sys, GSA)? > tokens_before,
+        "the operator took a new token from the metadata server"
+    );
+    // No failed sync: no Warning Event, no sync error counted.
+    let warnings: Vec<String> = sys
+        .events_for("default", "Ingress", "my-ingress")?
+        .into_iter()
+        .filter(|e| e.starts_with("Warning"))
+        .collect();
+    assert!(warnings.is_empty(), "failed syncs: {warnings:#?}");
+    assert_eq!(sync_errors(&sys)?, errors_before, "{}", sys.logs());
     Ok(())
 }

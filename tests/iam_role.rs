@@ -80,9 +80,14 @@ fn sources() -> Result<Vec<(String, String)>> {
     Ok(out)
 }
 
-/// Every `"compute.<collection>.<verb>"` string literal in `text` with its line number.
+/// Every `"compute.<collection>.<verb>"` string literal in `text` with its line number, and
+/// every Network Services method id (`"networkservices.projects.locations.tlsRoutes.create"`,
+/// src/gateway/network_services.rs: the Gateway's TLS passthrough routes).
 fn method_literals(text: &str) -> Vec<(usize, String)> {
-    let re = regex::Regex::new(r#""(compute\.[A-Za-z]+\.[A-Za-z]+)""#).expect("regex");
+    let re = regex::Regex::new(
+        r#""((?:compute|networkservices\.projects\.locations)\.[A-Za-z]+\.[A-Za-z]+)""#,
+    )
+    .expect("regex");
     text.lines()
         .enumerate()
         .flat_map(|(i, l)| {
@@ -219,7 +224,7 @@ fn role_yaml(permissions: &BTreeSet<String>) -> String {
          # calls and deploy/iam/method-permissions.yaml; do not edit by hand.\n\
          # gcloud iam roles create gclbOperator --project=PROJECT --file=deploy/iam/gclb-operator-role.yaml\n\
          title: gclb-operator\n\
-         description: Exactly the Compute Engine permissions gclb-operator uses to program external HTTP(S) load balancers from Ingresses.\n\
+         description: Exactly the Compute Engine and Network Services permissions gclb-operator uses to program load balancers from Ingresses and Gateways.\n\
          stage: GA\n\
          includedPermissions:\n",
     );
@@ -275,6 +280,7 @@ fn role_is_generated_from_the_methods_the_operator_calls() -> Result<()> {
         "compute.networkEndpointGroups.attachNetworkEndpoints",
         "compute.globalOperations.wait",
         "compute.firewalls.insert",
+        "networkservices.projects.locations.tlsRoutes.create",
     ] {
         assert!(
             methods.contains_key(m),

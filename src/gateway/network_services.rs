@@ -100,7 +100,11 @@ impl NetworkServicesApi {
         match self.client.get_tls_route().set_name(&name).send().await {
             Ok(r) => Ok(Some(r)),
             Err(e) => {
-                let e = ComputeError::from_gax("networkservices.tlsRoutes.get", id, e);
+                let e = ComputeError::from_gax(
+                    "networkservices.projects.locations.tlsRoutes.get",
+                    id,
+                    e,
+                );
                 if e.is_not_found() {
                     Ok(None)
                 } else {
@@ -122,7 +126,13 @@ impl NetworkServicesApi {
                 .set_page_token(token.clone())
                 .send()
                 .await
-                .map_err(|e| ComputeError::from_gax("networkservices.tlsRoutes.list", "", e))?;
+                .map_err(|e| {
+                    ComputeError::from_gax(
+                        "networkservices.projects.locations.tlsRoutes.list",
+                        "",
+                        e,
+                    )
+                })?;
             out.extend(page.tls_routes);
             if page.next_page_token.is_empty() {
                 return Ok(out);
@@ -133,7 +143,7 @@ impl NetworkServicesApi {
 
     /// `tlsRoutes.create` with id `id`, waiting for the Operation.
     pub async fn create(&self, id: &str, route: &TlsRoute) -> Result<()> {
-        let method = "networkservices.tlsRoutes.create";
+        let method = "networkservices.projects.locations.tlsRoutes.create";
         let op = self
             .client
             .create_tls_route()
@@ -148,7 +158,7 @@ impl NetworkServicesApi {
 
     /// `tlsRoutes.patch` of the rules, target proxies and description of route `id`.
     pub async fn update(&self, id: &str, route: &TlsRoute) -> Result<()> {
-        let method = "networkservices.tlsRoutes.patch";
+        let method = "networkservices.projects.locations.tlsRoutes.patch";
         let mut body = route.clone();
         body.name = self.name(id);
         let mask = google_cloud_wkt::FieldMask::default().set_paths([
@@ -169,7 +179,7 @@ impl NetworkServicesApi {
 
     /// `tlsRoutes.delete`; `Ok(false)` when it was already gone.
     pub async fn delete(&self, id: &str) -> Result<bool> {
-        let method = "networkservices.tlsRoutes.delete";
+        let method = "networkservices.projects.locations.tlsRoutes.delete";
         let sent = self
             .client
             .delete_tls_route()
@@ -207,7 +217,13 @@ impl NetworkServicesApi {
                 .set_name(&op.name)
                 .send()
                 .await
-                .map_err(|e| ComputeError::from_gax(method, id, e))?;
+                .map_err(|e| {
+                    ComputeError::from_gax(
+                        "networkservices.projects.locations.operations.get",
+                        id,
+                        e,
+                    )
+                })?;
         }
         match &op.result {
             Some(google_cloud_longrunning::model::operation::Result::Error(status)) => {

@@ -76,6 +76,7 @@ async fn network_services(
         path,
         query: parse_query(uri.query()),
         body,
+        token: bearer_token(&headers).map(str::to_string),
     };
     respond(emu.handle_network_services(req).await)
 }

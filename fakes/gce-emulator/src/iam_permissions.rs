@@ -1,4 +1,4 @@
-//! The permissions each Compute method needs, from ONE table: deploy/iam/method-permissions.yaml,
+//! The permissions each Compute (and Network Services) method needs, from ONE table: deploy/iam/method-permissions.yaml,
 //! the same file tests/iam_role.rs generates deploy/iam/gclb-operator-role.yaml from (Compute
 //! Engine API v1 reference, each method's "IAM Permissions").
 //!
@@ -170,7 +170,14 @@ mod tests {
             t["compute.backendServices.insert"][0],
             "compute.backendServices.create"
         );
-        assert!(t.values().flatten().all(|p| p.starts_with("compute.")));
+        assert!(t
+            .values()
+            .flatten()
+            .all(|p| p.starts_with("compute.") || p.starts_with("networkservices.")));
+        assert_eq!(
+            t["networkservices.projects.locations.tlsRoutes.patch"],
+            ["networkservices.tlsRoutes.update"]
+        );
     }
 
     #[test]

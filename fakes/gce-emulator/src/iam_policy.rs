@@ -15,7 +15,7 @@ use crate::iam_roles::Role;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PolicyError {
     /// A binding names a role that is neither predefined nor defined in a project.
-    #[error("role {0:?} does not exist: use a predefined role (roles/compute.loadBalancerAdmin, roles/compute.securityAdmin, roles/compute.networkUser, roles/compute.viewer, roles/compute.admin) or define projects/P/roles/ID first (PUT /_emulator/iam/projects/P/roles/ID with the role's YAML)")]
+    #[error("role {0:?} does not exist: use a predefined role (roles/compute.loadBalancerAdmin, roles/compute.securityAdmin, roles/compute.networkUser, roles/compute.viewer, roles/compute.admin, roles/networkservices.admin, roles/networkservices.viewer) or define projects/P/roles/ID first (PUT /_emulator/iam/projects/P/roles/ID with the role's YAML)")]
     UnknownRole(String),
     /// A member that is not `serviceAccount:`, `user:`, `allUsers` or `allAuthenticatedUsers`.
     #[error("member {0:?}: expected serviceAccount:EMAIL, user:EMAIL, allUsers or allAuthenticatedUsers")]
@@ -128,6 +128,66 @@ impl Policy {
         })
     }
 
+    /// The projects that have bindings.
+    pub fn projects(&self) -> Vec<String> {
+        self.bindings.keys().cloned().collect()
+    }
+
+    /// The roles `member` holds in `project`, each with the binding member that gives it
+    /// (`member` itself, `allUsers` or `allAuthenticatedUsers`): `(role, via)`.
+    pub fn roles_of(&self, project: &str, member: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (role, members) in self.bindings.get(project).into_iter().flatten() {
+            let via = [member, "allAuthenticatedUsers", "allUsers"]
+                .into_iter()
+                .filter(|m| *m != "allAuthenticatedUsers" || member != "allUsers")
+                .find(|m| members.contains(*m));
+            if let Some(via) = via {
+                out.push((role.clone(), via.to_string()));
+            }
+        }
+        out
+    }
+
+    /// The permissions `member` holds in `project` through its roles ([`Self::roles_of`]),
+    /// each role's patterns expanded against `known` (every permission the emulator checks:
+    /// `compute.*` lists each compute permission of `known`); a pattern that matches none of
+    /// `known` is listed as it is.
+    pub fn permissions_of(
+        &self,
+        project: &str,
+        member: &str,
+        known: &BTreeSet<String>,
+    ) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for (role, _) in self.roles_of(project, member) {
+            let Some(role) = self.role(&role) else {
+                continue;
+            };
+            for pattern in &role.permissions {
+                let hits: Vec<&String> = known
+                    .iter()
+                    .filter(|k| crate::iam_roles::matches(pattern, k))
+                    .collect();
+                match hits.is_empty() {
+                    true => {
+                        out.insert(pattern.clone());
+                    }
+                    false => out.extend(hits.into_iter().cloned()),
+                }
+            }
+        }
+        out
+    }
+
+    /// Every permission a custom role names (for [`Self::permissions_of`]'s `known`).
+    pub fn custom_permissions(&self) -> BTreeSet<String> {
+        self.custom
+            .values()
+            .flat_map(|r| r.permissions.iter().cloned())
+            .collect()
+    }
+
     /// Who may do what, for the dashboard and `GET /_emulator/iam`: custom roles with their
     /// permissions, and each project's bindings.
     pub fn summary(&self) -> Value {
@@ -195,5 +255,45 @@ mod tests {
             .set_bindings("p1", &[("roles/nope".into(), vec![sa.into()])])
             .is_err());
         assert!(p.allows("p1", Some(sa), "compute.firewalls.list"));
+    }
+
+    #[test]
+    fn a_members_permissions_expand_its_roles() {
+        let mut p = Policy::default();
+        let sa = "serviceAccount:op@p1.iam.gserviceaccount.com";
+        let role = Role::from_yaml("r", "includedPermissions: [compute.urlMaps.get]").unwrap();
+        p.define_role("projects/p1/roles/r", role);
+        p.grant("p1", sa, "projects/p1/roles/r").unwrap();
+        p.grant("p1", "allUsers", "roles/networkservices.viewer")
+            .unwrap();
+        let known: BTreeSet<String> = [
+            "compute.urlMaps.get",
+            "compute.urlMaps.create",
+            "networkservices.tlsRoutes.get",
+            "networkservices.tlsRoutes.create",
+        ]
+        .map(String::from)
+        .into();
+        assert_eq!(
+            p.roles_of("p1", sa),
+            [
+                ("projects/p1/roles/r".to_string(), sa.to_string()),
+                ("roles/networkservices.viewer".into(), "allUsers".into())
+            ]
+        );
+        let got = p.permissions_of("p1", sa, &known);
+        assert_eq!(
+            got.iter().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "compute.urlMaps.get",
+                "networkservices.*.list",
+                "networkservices.tlsRoutes.get"
+            ]
+        );
+        assert!(p.revoke("p1", sa, "projects/p1/roles/r"));
+        assert!(!p
+            .permissions_of("p1", sa, &known)
+            .contains("compute.urlMaps.get"));
+        assert!(p.roles_of("p2", sa).is_empty());
     }
 }

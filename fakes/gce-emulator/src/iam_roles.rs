@@ -16,6 +16,8 @@
 //! (`roles/compute.networkUser`: use a Shared VPC host's networks and subnetworks) and Compute
 //! Viewer (`roles/compute.viewer`: every get and list). `roles/compute.admin` holds every
 //! `compute.*` permission (the emulator's helpers, such as the local kubelet, run with it).
+//! The Network Services API's TLSRoutes need the `networkservices.*` roles
+//! (`roles/networkservices.admin`, `roles/networkservices.viewer`), which no Compute role holds.
 
 use std::collections::BTreeSet;
 
@@ -143,6 +145,20 @@ pub const PREDEFINED: &[(&str, &str, &[&str])] = &[
         "roles/compute.viewer",
         "Compute Viewer",
         &["compute.*.get", "compute.*.list", "compute.*.getHealth"],
+    ),
+    // The Network Services API's own roles ("Network Services roles and permissions",
+    // cloud.google.com/iam/docs/roles-permissions/networkservices): the admin holds every
+    // `networkservices.*` permission, the viewer every get and list. None of the Compute roles
+    // above holds a `networkservices.*` permission.
+    (
+        "roles/networkservices.admin",
+        "Network Services Admin",
+        &["networkservices.*"],
+    ),
+    (
+        "roles/networkservices.viewer",
+        "Network Services Viewer",
+        &["networkservices.*.get", "networkservices.*.list"],
     ),
 ];
 
@@ -291,5 +307,16 @@ mod tests {
         assert!(viewer.grants("compute.urlMaps.list"));
         assert!(!viewer.grants("compute.urlMaps.create"));
         assert!(Role::predefined("roles/owner").is_none());
+        // TLSRoutes are the Network Services API's: its roles, not Compute's.
+        assert!(!lb.grants("networkservices.tlsRoutes.create"));
+        assert!(!Role::predefined("roles/compute.admin")
+            .unwrap()
+            .grants("networkservices.tlsRoutes.get"));
+        let ns = Role::predefined("roles/networkservices.admin").unwrap();
+        assert!(ns.grants("networkservices.tlsRoutes.create"));
+        assert!(ns.grants("networkservices.operations.get"));
+        let nsv = Role::predefined("roles/networkservices.viewer").unwrap();
+        assert!(nsv.grants("networkservices.tlsRoutes.list"));
+        assert!(!nsv.grants("networkservices.tlsRoutes.delete"));
     }
 }

@@ -14,12 +14,16 @@
 //!   projects/{p}/roles/{id}` (body: the role's YAML as `gcloud iam roles create --file` reads
 //!   it), `GET|POST|DELETE projects/{p}/bindings` (`{"member", "role"}`), `POST
 //!   serviceAccounts/{email}/keys` (a key file), `POST serviceAccounts/{email}/tokens`
-//!   (`{"lifetimeSec"}` optional: an access token for helper clients).
+//!   (`{"lifetimeSec"}` optional: an access token for helper clients), `POST
+//!   tokens:revokeAll` (every issued access token is forgotten: its next use is 401).
+//!
+//! The recent refusals (401 and 403, the last [`RECENT_REFUSALS`]) are kept for the
+//! dashboard's "who may do what" page (`/_emulator/dashboard/iam`) and `GET /_emulator/iam`.
 //!
 //! Without `--iam` tokens are issued all the same and any request is served, authenticated or
 //! not (the `--require-token` and `--iam-grant` switches keep their meaning).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -27,6 +31,27 @@ use crate::errors::ApiError;
 use crate::iam_permissions::Needed;
 use crate::iam_policy::Policy;
 use crate::tokens::Tokens;
+
+/// How many refusals [`Identity::refusals`] keeps.
+pub const RECENT_REFUSALS: usize = 50;
+
+/// One refused call: 401 (no valid token; `permission` and `principal` empty) or 403 (the
+/// principal lacks `permission` on `resource`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Refusal {
+    /// HTTP status: 401 or 403.
+    pub code: u16,
+    /// Method id (`compute.backendServices.insert`); empty for a 401, refused before routing.
+    pub method: String,
+    /// The permission missing (403).
+    pub permission: String,
+    /// The resource it was checked on (403): `projects/p/global/backendServices/b`.
+    pub resource: String,
+    /// Who asked (`serviceAccount:EMAIL`, `anonymous`); empty for a 401.
+    pub principal: String,
+    /// Seconds since the Unix epoch.
+    pub at: u64,
+}
 
 /// Tokens, roles and bindings of one emulator.
 pub struct Identity {
@@ -36,6 +61,8 @@ pub struct Identity {
     policy: Mutex<Policy>,
     /// Checks made: principal -> permission -> (granted, denied) counts.
     usage: Mutex<Usage>,
+    /// The last [`RECENT_REFUSALS`] refusals, oldest first, and how many 401s in all.
+    refusals: Mutex<(VecDeque<Refusal>, u64)>,
 }
 
 /// Checks made per principal (`anonymous` without a token) and permission: `(granted, denied)`.
@@ -50,7 +77,32 @@ impl Identity {
             tokens: Mutex::new(Tokens::new(lifetime, token_uri)),
             policy: Mutex::new(Policy::default()),
             usage: Mutex::new(BTreeMap::new()),
+            refusals: Mutex::new((VecDeque::new(), 0)),
         }
+    }
+
+    /// The recent refusals, oldest first, and how many calls were refused 401 since start.
+    pub fn refusals(&self) -> (Vec<Refusal>, u64) {
+        let r = self.refusals.lock().expect("refusals poisoned");
+        (r.0.iter().cloned().collect(), r.1)
+    }
+
+    fn refused(&self, refusal: Refusal) {
+        let mut r = self.refusals.lock().expect("refusals poisoned");
+        if refusal.code == 401 {
+            r.1 += 1;
+        }
+        if r.0.len() == RECENT_REFUSALS {
+            r.0.pop_front();
+        }
+        r.0.push_back(refusal);
+    }
+
+    /// Forgets every issued access token ([`Tokens::revoke_all`]); returns how many were live.
+    pub fn revoke_all_tokens(&self) -> usize {
+        let n = self.tokens().revoke_all();
+        tracing::info!(revoked = n, "every issued access token revoked");
+        n
     }
 
     /// The token store (locked).
@@ -93,28 +145,68 @@ impl Identity {
         if !self.enforce {
             return Ok(None);
         }
+        let unauthenticated = Refusal {
+            code: 401,
+            method: String::new(),
+            permission: String::new(),
+            resource: String::new(),
+            principal: String::new(),
+            at: crate::tokens::unix_now(),
+        };
         let Some(token) = token else {
+            self.refused(unauthenticated);
             return Err(ApiError::new(401, "required", "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential."));
         };
-        self.tokens
+        let principal = self
+            .tokens
             .lock()
             .expect("tokens poisoned")
-            .principal(token)
-            .map(Some)
-            .map_err(|e| {
-                ApiError::new(
+            .principal(token);
+        match principal {
+            Ok(p) => Ok(Some(p)),
+            Err(e) => {
+                self.refused(unauthenticated);
+                Err(ApiError::new(
                     401,
                     "authError",
                     format!("Request had invalid authentication credentials: {e}. Expected OAuth 2 access token, login cookie or other valid authentication credential."),
-                )
-            })
+                ))
+            }
+        }
     }
 
-    /// Checks that `principal` holds every permission in `needed`, each in its project.
+    /// Checks that `principal` holds every permission in `needed`, each in its project, for
+    /// a call of `method`; counts each check in [`Self::usage`] and keeps a refusal in
+    /// [`Self::refusals`].
     ///
-    /// Errors: 403 `forbidden`, Google's message: `Required 'compute.backendServices.create'
+    /// Errors: 403 `forbidden`, Compute's message: `Required 'compute.backendServices.create'
     /// permission for 'projects/p/global/backendServices/x'`.
-    pub fn authorize(&self, principal: Option<&str>, needed: &[Needed]) -> Result<(), ApiError> {
+    pub fn authorize(
+        &self,
+        method: &str,
+        principal: Option<&str>,
+        needed: &[Needed],
+    ) -> Result<(), ApiError> {
+        self.check(method, principal, needed).map_err(|n| {
+            ApiError::new(
+                403,
+                "forbidden",
+                format!(
+                    "Required '{}' permission for '{}'",
+                    n.permission, n.resource
+                ),
+            )
+        })
+    }
+
+    /// [`Self::authorize`] without the answer's shape (each API words its 403 its own way):
+    /// `Err` is the first permission `principal` lacks.
+    pub fn check(
+        &self,
+        method: &str,
+        principal: Option<&str>,
+        needed: &[Needed],
+    ) -> Result<(), Needed> {
         if !self.enforce {
             return Ok(());
         }
@@ -146,15 +238,17 @@ impl Identity {
         match refused {
             None => Ok(()),
             Some(n) => {
-                tracing::info!(principal = principal.unwrap_or("anonymous"), permission = %n.permission, resource = %n.resource, "IAM denied");
-                Err(ApiError::new(
-                    403,
-                    "forbidden",
-                    format!(
-                        "Required '{}' permission for '{}'",
-                        n.permission, n.resource
-                    ),
-                ))
+                let who = principal.unwrap_or("anonymous");
+                tracing::info!(principal = who, method, permission = %n.permission, resource = %n.resource, "IAM denied");
+                self.refused(Refusal {
+                    code: 403,
+                    method: method.to_string(),
+                    permission: n.permission.clone(),
+                    resource: n.resource.clone(),
+                    principal: who.to_string(),
+                    at: crate::tokens::unix_now(),
+                });
+                Err(n.clone())
             }
         }
     }

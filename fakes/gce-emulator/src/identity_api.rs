@@ -33,6 +33,7 @@ pub fn admin_routes(r: Router<Arc<Emulator>>) -> Router<Arc<Emulator>> {
             get(list_bindings).post(grant).delete(revoke),
         )
         .route("/iam/usage", axum::routing::delete(reset_usage))
+        .route("/iam/tokens:revokeAll", post(revoke_all_tokens))
         .route("/iam/serviceAccounts/{email}/keys", post(create_key))
         .route("/iam/serviceAccounts/{email}/tokens", post(create_token))
 }
@@ -91,13 +92,18 @@ async fn resource_manager(
     };
     match verb {
         "getIamPolicy" => {
-            if let Err(e) = id.authorize(principal.as_deref(), &[need("compute.projects.get")]) {
+            if let Err(e) = id.authorize(
+                "cloudresourcemanager.projects.getIamPolicy",
+                principal.as_deref(),
+                &[need("compute.projects.get")],
+            ) {
                 return e.into_response();
             }
             Json(id.policy().policy_json(project)).into_response()
         }
         "setIamPolicy" => {
             if let Err(e) = id.authorize(
+                "cloudresourcemanager.projects.setIamPolicy",
                 principal.as_deref(),
                 &[need("compute.projects.setIamPolicy")],
             ) {
@@ -134,7 +140,16 @@ async fn summary(State(emu): State<Arc<Emulator>>) -> Response {
     v["tokensIssued"] = json!(emu.identity.issued_count());
     v["tokensIssuedBy"] = json!(emu.identity.tokens().issued_by());
     v["usage"] = usage_json(emu.identity.usage(false));
+    let (refusals, unauthenticated) = emu.identity.refusals();
+    v["refusals"] = json!(refusals);
+    v["unauthenticated"] = json!(unauthenticated);
     Json(v).into_response()
+}
+
+/// `POST /_emulator/iam/tokens:revokeAll`: forgets every issued access token (a client's next
+/// call with one is 401); answers `{"revoked": N}`, the live tokens forgotten.
+async fn revoke_all_tokens(State(emu): State<Arc<Emulator>>) -> Response {
+    Json(json!({"revoked": emu.identity.revoke_all_tokens()})).into_response()
 }
 
 /// `{principal: {permission: {"granted": n, "denied": m}}}`.

@@ -94,6 +94,17 @@ impl Tokens {
         &self.by_email
     }
 
+    /// Forgets every access token issued so far (`POST /_emulator/iam/tokens:revokeAll`), as
+    /// a revocation or a server that lost its sessions would: each is answered 401 from now
+    /// on, until its holder gets a new one. Returns how many were live. Key files and the
+    /// self-signed JWTs they sign stay valid.
+    pub fn revoke_all(&mut self) -> usize {
+        let now = Instant::now();
+        let live = self.issued.values().filter(|(_, exp)| *exp > now).count();
+        self.issued.clear();
+        live
+    }
+
     /// A new opaque access token for `email`: `(token, expires_in seconds)`, seconds as the
     /// metadata server and the token endpoint answer `expires_in` (the lifetime less one,
     /// rounded down as the real server counts).

@@ -7,11 +7,15 @@
 //!   `backendServices.getHealth`);
 //! - `backendServices.list` to tell "no backend service health-checks this NEG" (rule 2) apart
 //!   from "the health state has not arrived yet".
+//!
+//! A call refused with 401 builds the credentials again and is sent once more, as the Compute
+//! seam does (`gclb_sync::compute::RefreshableCredentials`).
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use futures::future::BoxFuture;
+use gclb_sync::compute::RefreshableCredentials;
 use google_cloud_compute_v1::client as gc;
 use google_cloud_compute_v1::model;
 use google_cloud_compute_v1::model::network_endpoint_groups_list_endpoints_request::HealthStatus;
@@ -112,6 +116,7 @@ pub trait NegHealth: Send + Sync {
 /// [`NegHealth`] over google-cloud-compute-v1.
 pub struct ComputeNegHealth {
     project: String,
+    credentials: RefreshableCredentials,
     negs: gc::NetworkEndpointGroups,
     backend_services: gc::BackendServices,
 }
@@ -129,12 +134,13 @@ impl ComputeNegHealth {
         endpoint: Option<&str>,
         credentials: gclb_sync::compute::CredentialsMode,
     ) -> Result<Self, NegHealthError> {
-        let creds = credentials
-            .build()
-            .map_err(|message| NegHealthError::ClientBuild {
+        let refreshable = RefreshableCredentials::new(credentials).map_err(|message| {
+            NegHealthError::ClientBuild {
                 service: "credentials",
                 message,
-            })?;
+            }
+        })?;
+        let creds = refreshable.credentials();
         let mut negs = gc::NetworkEndpointGroups::builder()
             .with_credentials(creds.clone())
             .with_retry_policy(NeverRetry);
@@ -148,6 +154,7 @@ impl ComputeNegHealth {
         }
         Ok(Self {
             project: project.to_owned(),
+            credentials: refreshable,
             negs: negs
                 .build()
                 .await
@@ -164,6 +171,28 @@ impl ComputeNegHealth {
         })
     }
 
+    /// `call`, and once more with credentials built again if it was refused with 401 (a
+    /// revoked or forgotten token); a second 401 is returned.
+    async fn reauthenticated<T, Fut>(
+        &self,
+        call: impl Fn() -> Fut,
+    ) -> Result<T, google_cloud_gax::error::Error>
+    where
+        Fut: std::future::Future<Output = Result<T, google_cloud_gax::error::Error>>,
+    {
+        let generation = self.credentials.generation();
+        match call().await {
+            Err(e) if e.http_status_code() == Some(401) => {
+                if let Err(message) = self.credentials.refresh(generation) {
+                    tracing::warn!(%message, "building the credentials again after a 401");
+                    return Err(e);
+                }
+                call().await
+            }
+            other => other,
+        }
+    }
+
     async fn list_endpoints(
         &self,
         neg: &NegRef,
@@ -175,15 +204,17 @@ impl ComputeNegHealth {
             let body = model::NetworkEndpointGroupsListEndpointsRequest::new()
                 .set_health_status(HealthStatus::Show);
             let page = self
-                .negs
-                .list_network_endpoints()
-                .set_project(&self.project)
-                .set_zone(&neg.zone)
-                .set_network_endpoint_group(&neg.name)
-                .set_page_token(token.clone())
-                .set_body(body)
-                .with_user_agent(crate::USER_AGENT)
-                .send()
+                .reauthenticated(|| {
+                    self.negs
+                        .list_network_endpoints()
+                        .set_project(&self.project)
+                        .set_zone(&neg.zone)
+                        .set_network_endpoint_group(&neg.name)
+                        .set_page_token(token.clone())
+                        .set_body(body.clone())
+                        .with_user_agent(crate::USER_AGENT)
+                        .send()
+                })
                 .await;
             let page = match page {
                 Ok(page) => page,
@@ -204,12 +235,14 @@ impl ComputeNegHealth {
         let mut token = String::new();
         loop {
             let page = self
-                .backend_services
-                .list()
-                .set_project(&self.project)
-                .set_page_token(token.clone())
-                .with_user_agent(crate::USER_AGENT)
-                .send()
+                .reauthenticated(|| {
+                    self.backend_services
+                        .list()
+                        .set_project(&self.project)
+                        .set_page_token(token.clone())
+                        .with_user_agent(crate::USER_AGENT)
+                        .send()
+                })
                 .await
                 .map_err(|e| api_error(METHOD, &self.project, e))?;
             out.extend(page.items);

@@ -12,10 +12,21 @@
 //!
 //! [`CredentialsMode::Anonymous`] sends no `Authorization` header, for an emulator run without
 //! IAM (`gce-emulator` without `--iam`).
+//!
+//! A 401 (the token was revoked, or the server forgot it) is not something the libraries
+//! handle: google-cloud-gax-internal 0.7 sends whatever headers the credentials give and maps
+//! a 401 to an error like any other status (`http.rs`, `request_attempt`), and
+//! google-cloud-auth 1.18's token cache offers no way to drop a token before it expires
+//! (`token_cache.rs` refreshes on its own schedule only). [`RefreshableCredentials`] fills
+//! that gap the only way the libraries allow: it builds the credentials again through
+//! google-cloud-auth's own builder (a new token cache, whose first act is to fetch a token);
+//! the Compute seam calls [`RefreshableCredentials::refresh`] once on a 401 and retries once.
 
 use std::str::FromStr;
+use std::sync::{Arc, RwLock};
 
-use google_cloud_auth::credentials::Credentials;
+use google_cloud_auth::credentials::{CacheableResource, Credentials, CredentialsProvider};
+use google_cloud_auth::errors::CredentialsError;
 
 /// `--compute-credentials adc|anonymous`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -67,6 +78,99 @@ impl CredentialsMode {
                 .build()
                 .map_err(|e| format!("Application Default Credentials: {e}")),
         }
+    }
+}
+
+/// Builds the credentials anew: [`CredentialsMode::build`] in production.
+pub type BuildCredentials = dyn Fn() -> Result<Credentials, String> + Send + Sync;
+
+/// Credentials the operator's Google clients share, which a 401 can make it build again.
+///
+/// It is a google-cloud-auth [`CredentialsProvider`] that hands every request the headers of
+/// the credentials built last; [`RefreshableCredentials::refresh`] replaces those with newly
+/// built ones (so their token cache fetches a fresh token), once per generation however many
+/// calls saw the same 401 at the same time. Cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub struct RefreshableCredentials {
+    build: Arc<BuildCredentials>,
+    /// `(generation, credentials)`: the generation counts rebuilds.
+    current: Arc<RwLock<(u64, Credentials)>>,
+}
+
+impl std::fmt::Debug for RefreshableCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RefreshableCredentials")
+            .field("generation", &self.generation())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RefreshableCredentials {
+    /// The credentials of `mode`, built now.
+    ///
+    /// Errors: [`CredentialsMode::build`]'s.
+    pub fn new(mode: CredentialsMode) -> Result<Self, String> {
+        Self::with_builder(Arc::new(move || mode.build()))
+    }
+
+    /// Credentials from `build`, called now and on each [`Self::refresh`].
+    ///
+    /// Errors: `build`'s.
+    pub fn with_builder(build: Arc<BuildCredentials>) -> Result<Self, String> {
+        let first = build()?;
+        Ok(Self {
+            build,
+            current: Arc::new(RwLock::new((0, first))),
+        })
+    }
+
+    /// How many times the credentials were built again; read it before a call and hand it
+    /// to [`Self::refresh`] when that call gets a 401.
+    pub fn generation(&self) -> u64 {
+        self.current.read().expect("credentials poisoned").0
+    }
+
+    /// Builds the credentials again unless they were rebuilt since `seen` (another call that
+    /// got the same 401 did it already). Returns whether this call rebuilt them.
+    ///
+    /// Errors: the builder's (the ADC chain's text); the old credentials stay in use then.
+    pub fn refresh(&self, seen: u64) -> Result<bool, String> {
+        if self.generation() != seen {
+            return Ok(false);
+        }
+        let fresh = (self.build)()?;
+        let mut current = self.current.write().expect("credentials poisoned");
+        if current.0 != seen {
+            return Ok(false);
+        }
+        *current = (seen + 1, fresh);
+        Ok(true)
+    }
+
+    /// These credentials as the `Credentials` the Google clients take.
+    pub fn credentials(&self) -> Credentials {
+        Credentials::from(self.clone())
+    }
+
+    fn latest(&self) -> Credentials {
+        self.current.read().expect("credentials poisoned").1.clone()
+    }
+}
+
+impl CredentialsProvider for RefreshableCredentials {
+    fn headers(
+        &self,
+        extensions: http::Extensions,
+    ) -> impl std::future::Future<
+        Output = Result<CacheableResource<http::HeaderMap>, CredentialsError>,
+    > + Send {
+        let latest = self.latest();
+        async move { latest.headers(extensions).await }
+    }
+
+    fn universe_domain(&self) -> impl std::future::Future<Output = Option<String>> + Send {
+        let latest = self.latest();
+        async move { latest.universe_domain().await }
     }
 }
 

@@ -190,6 +190,13 @@ impl ComputeError {
         self.kind() == ErrorKind::NotFound
     }
 
+    /// Whether the API refused the call's credentials: HTTP 401 (`UNAUTHENTICATED`; Google's
+    /// front end answers a revoked, expired or unknown token so). The Compute seam answers it
+    /// with one credentials refresh and one retry (compute/credentials.rs).
+    pub fn is_unauthenticated(&self) -> bool {
+        matches!(self, Self::Api { status: 401, .. })
+    }
+
     /// Maps a client error of `method` on `resource`.
     pub fn from_gax(
         method: &'static str,

@@ -9,8 +9,10 @@
 //! Retries: 5xx and transport errors are retried with jittered exponential backoff
 //! ([`RetrySettings`]); `rateLimitExceeded` (429, or 403 naming the quota) slows every call of
 //! its kind down through one first-come-first-served [`pacing::Pacer`] and is retried in its
-//! turn; 412 `conditionNotMet` is left to `sync`, which refetches the fingerprint first. The
-//! clients' own retry policy is switched off so that one place decides.
+//! turn; 412 `conditionNotMet` is left to `sync`, which refetches the fingerprint first; a 401
+//! builds the credentials again and retries the call once ([`RefreshableCredentials`]; a
+//! second 401 is the call's error). The clients' own retry policy is switched off so that one
+//! place decides.
 //!
 //! [`state`] is the cache of what exists that `sync` reads instead of one `get` per resource.
 
@@ -39,7 +41,7 @@ use google_cloud_compute_v1::model;
 use google_cloud_gax::options::RequestOptionsBuilder as _;
 use google_cloud_gax::retry_policy::NeverRetry;
 
-pub use credentials::CredentialsMode;
+pub use credentials::{CredentialsMode, RefreshableCredentials};
 pub use error::{ComputeError, ErrorKind, Result};
 pub use metrics::ComputeMetrics;
 
@@ -125,7 +127,7 @@ macro_rules! clients {
                         .get_or_try_init(|| -> futures::future::BoxFuture<'_, Result<gc::$ty>> {
                             Box::pin(async {
                                 let mut builder = gc::$ty::builder()
-                                    .with_credentials(self.credentials.clone())
+                                    .with_credentials(self.credentials.credentials())
                                     .with_retry_policy(NeverRetry);
                                 if let Some(endpoint) = &self.endpoint {
                                     builder = builder.with_endpoint(endpoint.trim_end_matches('/'));
@@ -176,7 +178,7 @@ pub struct Compute {
     project: String,
     /// Where the clients send their calls (`None`: the Compute API itself).
     endpoint: Option<String>,
-    credentials: google_cloud_auth::credentials::Credentials,
+    credentials: RefreshableCredentials,
     clients: Clients,
     poll_interval: Duration,
     operation_timeout: Duration,
@@ -195,17 +197,26 @@ impl Compute {
     /// Errors: [`ComputeError::ClientBuild`] when credentials cannot be found. A client that
     /// fails to build fails its first call with the same error (and is tried again on the next).
     pub async fn new(config: ComputeConfig, metrics: ComputeMetrics) -> Result<Self> {
-        let creds = config
-            .credentials
-            .build()
-            .map_err(|message| ComputeError::ClientBuild {
+        let creds = RefreshableCredentials::new(config.credentials).map_err(|message| {
+            ComputeError::ClientBuild {
                 service: "credentials",
                 message,
-            })?;
-        Ok(Self {
+            }
+        })?;
+        Ok(Self::with_credentials(config, creds, metrics))
+    }
+
+    /// [`Self::new`] with credentials of the caller's (`config.credentials` is not read): a
+    /// test's scripted tokens, or credentials shared with another client.
+    pub fn with_credentials(
+        config: ComputeConfig,
+        credentials: RefreshableCredentials,
+        metrics: ComputeMetrics,
+    ) -> Self {
+        Self {
             project: config.project,
             endpoint: config.endpoint,
-            credentials: creds,
+            credentials,
             clients: Clients::default(),
             poll_interval: config.operation_poll_interval,
             operation_timeout: config.operation_timeout,
@@ -214,7 +225,7 @@ impl Compute {
             state: state::ComputeState::new(config.state_max_age),
             reads: pacing::Pacer::default(),
             writes: pacing::Pacer::default(),
-        })
+        }
     }
 
     /// The project every call targets.
@@ -262,7 +273,8 @@ impl Compute {
     }
 
     /// One call in its pacer's turn, retried: in a later turn when refused for the quota (the
-    /// pacer slows down), after a jittered backoff on 5xx and transport errors.
+    /// pacer slows down), after a jittered backoff on 5xx and transport errors, and once at
+    /// once after a 401, with credentials built again ([`RefreshableCredentials::refresh`]).
     async fn paced<T, F, Fut>(
         &self,
         pacer: &pacing::Pacer,
@@ -276,8 +288,10 @@ impl Compute {
     {
         let mut backoff = self.backoff().build();
         let mut refusals = 0;
+        let mut reauthenticated = false;
         loop {
             pacer.wait_turn().await;
+            let generation = self.credentials.generation();
             match f().await {
                 Ok(v) => {
                     pacer.succeeded();
@@ -290,6 +304,16 @@ impl Compute {
                     refusals += 1;
                     pacer.refused(Instant::now());
                     tracing::debug!(method, resource, error = %e, refusals, "rate limited; retrying in turn");
+                }
+                Err(e) if e.is_unauthenticated() && !reauthenticated => {
+                    reauthenticated = true;
+                    let rebuilt = self.credentials.refresh(generation).map_err(|message| {
+                        ComputeError::ClientBuild {
+                            service: "credentials",
+                            message,
+                        }
+                    })?;
+                    tracing::info!(method, resource, error = %e, rebuilt, "credentials refused; retrying once with a fresh token");
                 }
                 Err(e) if e.kind().is_retryable() => match backoff.next() {
                     Some(delay) => {

@@ -1,8 +1,11 @@
 //! HTTP-level tests of the Compute seam against a scripted server (wiremock).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use google_cloud_compute_v1::model;
 use serde_json::json;
-use wiremock::matchers::{body_partial_json, method, path};
+use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::test_support::{compute_for, done_op};
@@ -411,4 +414,103 @@ async fn clients_are_built_on_first_use_only() {
     assert_eq!(compute.get_url_map("um").await.unwrap(), None);
     assert!(compute.clients.url_maps.initialized());
     assert!(!compute.clients.backend_services.initialized());
+}
+
+/// Credentials that send `Authorization: Bearer tok-N`, N counting the times they were built:
+/// what a token cache built again hands out (a fresh token), without a token server.
+#[derive(Debug)]
+struct NumberedToken(u64);
+
+impl google_cloud_auth::credentials::CredentialsProvider for NumberedToken {
+    async fn headers(
+        &self,
+        _: http::Extensions,
+    ) -> std::result::Result<
+        google_cloud_auth::credentials::CacheableResource<http::HeaderMap>,
+        google_cloud_auth::errors::CredentialsError,
+    > {
+        let mut h = http::HeaderMap::new();
+        let v = format!("Bearer tok-{}", self.0);
+        h.insert(http::header::AUTHORIZATION, v.parse().expect("header"));
+        Ok(google_cloud_auth::credentials::CacheableResource::New {
+            entity_tag: Default::default(),
+            data: h,
+        })
+    }
+
+    async fn universe_domain(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A [`Compute`] on `server` whose credentials send `tok-1`, then `tok-2` once built again.
+async fn compute_with_numbered_tokens(server: &MockServer) -> (Compute, Arc<AtomicU64>) {
+    let built = Arc::new(AtomicU64::new(0));
+    let b = built.clone();
+    let creds = RefreshableCredentials::with_builder(Arc::new(move || {
+        let n = b.fetch_add(1, Ordering::SeqCst) + 1;
+        Ok(google_cloud_auth::credentials::Credentials::from(
+            NumberedToken(n),
+        ))
+    }))
+    .expect("builds");
+    let mut config = ComputeConfig::new("p1", Some(server.uri()));
+    config.operation_poll_interval = Duration::from_millis(1);
+    (
+        Compute::with_credentials(config, creds, ComputeMetrics::default()),
+        built,
+    )
+}
+
+fn unauthenticated() -> ResponseTemplate {
+    ResponseTemplate::new(401).set_body_json(error_body(401, "UNAUTHENTICATED", "authError"))
+}
+
+#[tokio::test]
+async fn a_401_builds_the_credentials_again_and_retries_once() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/compute/v1/projects/p1/global/urlMaps/um1"))
+        .and(header("authorization", "Bearer tok-1"))
+        .respond_with(unauthenticated())
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/compute/v1/projects/p1/global/urlMaps/um1"))
+        .and(header("authorization", "Bearer tok-2"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"name": "um1"})))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let (compute, built) = compute_with_numbered_tokens(&server).await;
+    let um = compute
+        .get_url_map("um1")
+        .await
+        .expect("retried with tok-2");
+    assert_eq!(um.and_then(|u| u.name).as_deref(), Some("um1"));
+    assert_eq!(built.load(Ordering::SeqCst), 2, "built once more");
+    // The next call sends the new token at once: no 401, no second refresh.
+    compute.get_url_map("um1").await.expect("tok-2 again");
+    assert_eq!(built.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_second_401_is_the_error() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/compute/v1/projects/p1/global/healthChecks"))
+        .respond_with(unauthenticated())
+        .expect(2)
+        .mount(&server)
+        .await;
+    let (compute, built) = compute_with_numbered_tokens(&server).await;
+    let hc = model::HealthCheck::new().set_name("hc1");
+    let e = compute.insert_health_check(&hc).await.unwrap_err();
+    assert!(e.is_unauthenticated(), "{e}");
+    assert_eq!(
+        built.load(Ordering::SeqCst),
+        2,
+        "one refresh, then the error"
+    );
 }

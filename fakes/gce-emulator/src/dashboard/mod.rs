@@ -7,8 +7,11 @@
 //!   every change, checked every [`TICK`]), `stats` (request rates and counts per forwarding
 //!   rule and backend service from the data plane's counters, and the recent status codes of
 //!   each forwarding rule from the access log when `--access-log` is set; every second) and
-//!   `topology` (the snapshot version, on every change).
+//!   `topology` (the snapshot version, on every change);
+//! - `GET /_emulator/dashboard/iam`: who may do what ([`iam`]): bindings per project, a
+//!   principal's permissions, the recent IAM refusals.
 
+pub mod iam;
 pub mod page;
 pub mod topology;
 
@@ -40,6 +43,7 @@ pub fn routes(r: Router<Arc<Emulator>>) -> Router<Arc<Emulator>> {
         .route("/dashboard/", get(whole_page))
         .route("/dashboard/lbs", get(lbs))
         .route("/dashboard/events", get(events))
+        .route("/dashboard/iam", get(iam::page))
 }
 
 fn current(emu: &Emulator) -> (Vec<topology::LoadBalancer>, u64) {

@@ -230,7 +230,8 @@ pub fn page(lbs: &[LoadBalancer], version: u64) -> String {
 <h1>gce-emulator load balancers <span id=status>connecting...</span></h1>\
 <p><input id=search placeholder=\"search rules, addresses, hosts, services\" oninput=\"filter()\"> \
 <button onclick=\"setAll(true)\">expand all</button> <button onclick=\"setAll(false)\">collapse all</button> \
-<a href=\"/_emulator/state\">state JSON</a> <a href=\"/_emulator/health\">health JSON</a></p>\
+<a href=\"/_emulator/state\">state JSON</a> <a href=\"/_emulator/health\">health JSON</a> \
+<a href=\"/_emulator/dashboard/iam\">who may do what (IAM)</a></p>\
 <details id=explain><summary>explain a request</summary><form onsubmit=\"return explain(this)\">\
 <input name=url placeholder=\"http://host/path?query\"> <input name=target placeholder=\"forwarding rule or IP (optional)\"><br>\
 <textarea name=headers rows=2 cols=50 placeholder=\"header: value\"></textarea> <button>explain</button><pre></pre></form></details>\

@@ -25,7 +25,8 @@ impl Emulator {
             if let Some((project, resource)) = iam_resource(call, req) {
                 let body = methods::parse_body(&req.body).map_or(Value::Null, Value::Object);
                 let needed = crate::iam_permissions::needed(method, &project, &resource, &body);
-                self.identity.authorize(principal.as_deref(), &needed)?;
+                self.identity
+                    .authorize(method, principal.as_deref(), &needed)?;
             }
         }
         if crate::calls::is_reading(method) {

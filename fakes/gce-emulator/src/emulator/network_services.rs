@@ -11,6 +11,11 @@
 //! Validation is `resources::tls_routes`; the routes live in the same store as the Compute
 //! resources, so the data plane sees them in its snapshots and a backend service or target TCP
 //! proxy a route uses cannot be deleted (400 `resourceInUseByAnotherResource`).
+//!
+//! With `--iam`, each method needs the permission deploy/iam/method-permissions.yaml lists for
+//! it (`networkservices.tlsRoutes.create` ...; its reference page's "Authorization requires the
+//! following IAM permission"), on the route, the parent location for a list, the Operation for
+//! its methods; a refusal is this API's 403 ([`permission_denied`]).
 
 use std::sync::Arc;
 
@@ -36,6 +41,8 @@ pub struct NetworkServicesRequest {
     pub query: Vec<(String, String)>,
     /// Raw body.
     pub body: Bytes,
+    /// The bearer token, if any (authenticated already; IAM's principal).
+    pub token: Option<String>,
 }
 
 enum NsCall {
@@ -116,6 +123,42 @@ fn route(req: &NetworkServicesRequest) -> Result<NsCall, ApiError> {
     }
 }
 
+/// The resource a call's permission is checked on, and its project: the route, the parent
+/// location (a list), the Operation.
+fn iam_resource(call: &NsCall) -> (String, String) {
+    let project = |key: &str| key.split('/').nth(1).unwrap_or_default().to_string();
+    match call {
+        NsCall::List(p, parent) => (p.clone(), parent.clone()),
+        NsCall::Create(p, key) | NsCall::Patch(p, key) | NsCall::Delete(p, key) => {
+            (p.clone(), key.clone())
+        }
+        NsCall::Get(key) | NsCall::OpGet(key) | NsCall::OpDelete(key) => {
+            (project(key), key.clone())
+        }
+    }
+}
+
+/// The Network Services API's 403, a `google.rpc.Status` as Google's resource-oriented APIs
+/// answer a missing permission (AIP-193; IAM docs, "Troubleshoot permission error messages"):
+/// `PERMISSION_DENIED`, "Permission 'networkservices.tlsRoutes.create' denied on resource
+/// '//networkservices.googleapis.com/projects/p/locations/global/tlsRoutes/r' (or it may not
+/// exist).", and a `google.rpc.ErrorInfo` detail (reason `IAM_PERMISSION_DENIED`, domain
+/// `iam.googleapis.com`, metadata `permission` and `resource`). No Compute-style `errors[]`.
+pub fn permission_denied(permission: &str, resource: &str) -> ApiError {
+    let mut e = ApiError::new(
+        403,
+        "IAM_PERMISSION_DENIED",
+        format!("Permission '{permission}' denied on resource '//networkservices.googleapis.com/{resource}' (or it may not exist)."),
+    );
+    e.details = vec![json!({
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": "IAM_PERMISSION_DENIED",
+        "domain": "iam.googleapis.com",
+        "metadata": {"permission": permission, "resource": resource},
+    })];
+    e
+}
+
 fn method_id(call: &NsCall) -> &'static str {
     match call {
         NsCall::List(..) => "networkservices.projects.locations.tlsRoutes.list",
@@ -153,6 +196,14 @@ impl Emulator {
         }
         if let Some(e) = fault.error {
             return Err(e);
+        }
+        if self.identity.enforce {
+            let principal = self.identity.authenticate(req.token.as_deref())?;
+            let (project, resource) = iam_resource(&call);
+            let needed = crate::iam_permissions::needed(method, &project, &resource, &Value::Null);
+            if let Err(n) = self.identity.check(method, principal.as_deref(), &needed) {
+                return Err(permission_denied(&n.permission, &n.resource));
+            }
         }
         match call {
             NsCall::Get(key) => {

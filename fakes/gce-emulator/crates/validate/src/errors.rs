@@ -23,6 +23,10 @@ pub struct ApiError {
     /// No answer at all: over HTTP the connection is closed without a response (fault
     /// injection's `drop`); inside a batch the part reads as this 503.
     pub dropped: bool,
+    /// `google.rpc` details (`ErrorInfo` ...) of an API that answers a bare `google.rpc.Status`
+    /// (the Network Services API's 403): when set, the body is `{code, message, status,
+    /// details}` with no Compute-style `errors[]`.
+    pub details: Vec<Value>,
 }
 
 impl ApiError {
@@ -34,6 +38,7 @@ impl ApiError {
             message: message.into(),
             field: None,
             dropped: false,
+            details: Vec::new(),
         }
     }
 
@@ -146,6 +151,14 @@ impl ApiError {
 
     /// The error body.
     pub fn to_json(&self) -> Value {
+        if !self.details.is_empty() {
+            return json!({"error": {
+                "code": self.code,
+                "message": self.message,
+                "status": self.status(),
+                "details": self.details,
+            }});
+        }
         let mut err = json!({
             "code": self.code,
             "message": self.message,
