@@ -203,8 +203,10 @@ impl Stack {
     /// the project is back to the baseline, touching the object so that a backed-off cleanup
     /// runs now. What the operator leaves behind once its object is gone (a leak: the report
     /// names it) is deleted by the admin after [`GRACE`] and returned, so the next run starts
-    /// clean.
-    fn clean_up(&self, sc: Scenario, ns: &str) -> Result<Vec<String>> {
+    /// clean; the operator is then restarted, so that its state cache (lists reused for up to
+    /// five minutes) does not hold what the admin deleted behind its back, such as the default
+    /// backend's NEG that every Ingress shares.
+    fn clean_up(&mut self, sc: Scenario, ns: &str) -> Result<Vec<String>> {
         let sys = &self.sys;
         if !sc.object_gone(sys, ns)? {
             sc.delete(sys, ns)?;
@@ -238,6 +240,9 @@ impl Stack {
         })?;
         iam_scenarios::admin_delete(sys, &left)?;
         sys.kubectl_ok(&["delete", "namespace", ns, "--wait=false"])?;
+        if !left.is_empty() {
+            self.restart_operator()?;
+        }
         Ok(left)
     }
 }
