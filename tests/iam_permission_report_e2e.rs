@@ -25,7 +25,10 @@
 //! test reaches it) is compared with deploy/iam/permission-report.md; `IAM_REPORT_WRITE=1`
 //! rewrites it. `IAM_REPORT=full` (`make iam-report`) removes every exercised permission;
 //! without it (`make test`) the scenarios run with the whole role and a few removals
-//! ([`FAST_REMOVALS`]) are checked against their rows of the committed report.
+//! ([`FAST_REMOVALS`]) are checked against their rows of the committed report. A full run can
+//! be split over processes, each with its own stack: `IAM_REPORT_SHARD=0/2` and `1/2` with one
+//! fresh `IAM_REPORT_SHARD_DIR` (tests/support/iam_report.rs `shard`); the last to finish
+//! writes the report.
 
 #[path = "support/iam_report.rs"]
 mod iam_report;
@@ -359,6 +362,7 @@ fn remove_one(
 #[test]
 fn every_permission_of_the_role_is_needed_by_a_scenario() -> Result<()> {
     let full = std::env::var("IAM_REPORT").is_ok_and(|v| v == "full");
+    let shard = iam_report::shard();
     let started = Instant::now();
     let role = role_permissions()?;
     let mut exercised: Exercised = BTreeMap::new();
@@ -414,6 +418,8 @@ fn every_permission_of_the_role_is_needed_by_a_scenario() -> Result<()> {
                 || TIMING.iter().any(|(q, _)| q == p)
                 || rows.get(p).is_some_and(|r| r.proof.starts_with("refused"))
                 || (!full && !FAST_REMOVALS.contains(&p.as_str()))
+                || shard
+                    .is_some_and(|(i, n)| role.iter().position(|q| q == p).unwrap_or(0) % n != i)
             {
                 continue;
             }
@@ -501,6 +507,15 @@ fn every_permission_of_the_role_is_needed_by_a_scenario() -> Result<()> {
         used.len(),
         started.elapsed().as_secs_f64()
     );
+    if let Some((i, n)) = shard {
+        match iam_report::merge_shards(i, n, &render(&rows), &role)? {
+            Some(merged) => rows = merged,
+            None => {
+                println!("shard {i}/{n} written; the last shard to finish writes the report");
+                return Ok(());
+            }
+        }
+    }
     let text = render(&rows);
     if only.is_some() {
         println!("{text}");

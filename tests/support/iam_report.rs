@@ -141,3 +141,64 @@ pub fn render(rows: &BTreeMap<String, Row>) -> String {
 pub fn proof(sc: Scenario, phase: Phase, told: &str) -> String {
     format!("refused in {}/{}; {told}", sc.name(), phase.name())
 }
+
+/// `IAM_REPORT_SHARD=I/N` (0 <= I < N): this process removes only the permissions whose
+/// position in the role is I modulo N, so N processes (each its own stack) share a full run;
+/// the scenarios all run with the whole role in each. `None` without it.
+pub fn shard() -> Option<(usize, usize)> {
+    let v = std::env::var("IAM_REPORT_SHARD").ok()?;
+    let (i, n) = v.split_once('/')?;
+    let (i, n) = (i.parse().ok()?, n.parse().ok()?);
+    (i < n).then_some((i, n))
+}
+
+/// The rows of a rendered report: permission -> its exercised phases and last column.
+pub fn rows_of(report: &str) -> BTreeMap<String, Row> {
+    report
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("| compute.")?;
+            let mut cols = rest.splitn(3, " | ");
+            let p = format!("compute.{}", cols.next()?);
+            let ex = cols.next()?;
+            let proof = cols.next()?.trim_end_matches('|').trim_end().to_string();
+            let exercised = match ex {
+                "-" => vec![],
+                ex => ex.split(", ").map(str::to_string).collect(),
+            };
+            Some((p, Row { exercised, proof }))
+        })
+        .collect()
+}
+
+/// Writes shard `i` of `n`'s rendered report beside the others (in `IAM_REPORT_SHARD_DIR`,
+/// default `$TMPDIR/iam-report-shards`, which each sharded run must give fresh); when every shard's is there, the merged rows:
+/// each permission's row from the shard that owned its removal.
+///
+/// Errors: the directory cannot be written or read.
+pub fn merge_shards(
+    i: usize,
+    n: usize,
+    text: &str,
+    role: &[String],
+) -> anyhow::Result<Option<BTreeMap<String, Row>>> {
+    let dir = std::env::var("IAM_REPORT_SHARD_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| std::env::temp_dir().join("iam-report-shards"));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(format!("shard-{i}-of-{n}.md")), text)?;
+    let mut shards = Vec::new();
+    for k in 0..n {
+        match std::fs::read_to_string(dir.join(format!("shard-{k}-of-{n}.md"))) {
+            Ok(t) => shards.push(rows_of(&t)),
+            Err(_) => return Ok(None),
+        }
+    }
+    let mut merged = BTreeMap::new();
+    for (pos, p) in role.iter().enumerate() {
+        if let Some(row) = shards[pos % n].remove(p) {
+            merged.insert(p.clone(), row);
+        }
+    }
+    Ok(Some(merged))
+}
