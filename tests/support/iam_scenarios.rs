@@ -2,7 +2,8 @@
 //! each one a kind of load balancer the operator builds, written so that every run is in a
 //! namespace of its own (fresh names for the Ingress or Gateway, its Services, NEGs and backend
 //! services, so an earlier run's refusals and backoff do not matter), with what "it serves"
-//! and "it is collected" mean for it.
+//! and "it is collected" mean for it; its update phase, what is changed once it serves and
+//! how the change is seen served, is in tests/support/iam_updates.rs.
 //!
 //! What the stack holds before any scenario (made as the local admin, not the operator): the
 //! CRDs, GKE's default backend, the cluster's subnet and the proxy-only subnet of
