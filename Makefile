@@ -102,7 +102,9 @@ iam-role:
 ## permission it exercised removed in turn; the table is compared with
 ## deploy/iam/permission-report.md (IAM_REPORT_WRITE=1 rewrites it). `make test` runs the
 ## scenarios and a few removals only; this runs them all (nextest profile iam-report: no
-## 10-minute deadline).
+## 10-minute deadline). Each scenario is created, updated (tests/support/iam_updates.rs) and
+## deleted. To split the run over two processes, run this twice side by side with
+## IAM_REPORT_SHARD=0/2 and 1/2 and one fresh IAM_REPORT_SHARD_DIR (the last writes the report).
 IAM_REPORT_WRITE ?= 0
 iam-report: build
 	IAM_REPORT=full IAM_REPORT_WRITE=$(IAM_REPORT_WRITE) $(CARGO) nextest run --profile iam-report \

@@ -5,7 +5,9 @@
 //! every scenario of tests/support/iam_scenarios.rs (HTTP with a Cloud Armor allow-list,
 //! HTTPS with a Secret and a pre-shared certificate, FrontendConfig and BackendConfig
 //! features, a static global address, the internal and regional external classes, a Gateway)
-//! is applied until it serves and deleted until collected, with no refusal. The emulator's
+//! is applied until it serves, changed until the change is served (the update phase,
+//! tests/support/iam_updates.rs: what makes the operator call the set*/update methods) and
+//! deleted until collected, with no refusal. The emulator's
 //! usage counters, reset between phases, record which permissions each phase checked.
 //!
 //! The removal proof: for a permission some phase exercised, the role is redefined without
@@ -23,19 +25,24 @@
 //! test reaches it) is compared with deploy/iam/permission-report.md; `IAM_REPORT_WRITE=1`
 //! rewrites it. `IAM_REPORT=full` (`make iam-report`) removes every exercised permission;
 //! without it (`make test`) the scenarios run with the whole role and a few removals
-//! ([`FAST_REMOVALS`]) are checked against their rows of the committed report.
+//! ([`FAST_REMOVALS`]) are checked against their rows of the committed report. A full run can
+//! be split over processes, each with its own stack: `IAM_REPORT_SHARD=0/2` and `1/2` with one
+//! fresh `IAM_REPORT_SHARD_DIR` (tests/support/iam_report.rs `shard`); the last to finish
+//! writes the report.
 
 #[path = "support/iam_report.rs"]
 mod iam_report;
 #[path = "support/iam_scenarios.rs"]
 mod iam_scenarios;
+#[path = "support/iam_updates.rs"]
+mod iam_updates;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use iam_report::{diff, verdicts, TIMING, UNREACHED};
+use iam_report::{diff, proof, render, verdicts, Phase, Row, TIMING, UNREACHED};
 use iam_scenarios::{Scenario, ALL};
 use reqwest::Method;
 use support::iam::{role_permissions, Counts};
@@ -48,6 +55,13 @@ const REPORT: &str = "deploy/iam/permission-report.md";
 /// How long a removal run waits, after the phase completed, for a refusal by what runs beside
 /// it (health polling, garbage collection), and after a refusal for the object to say so.
 const GRACE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The emulator's slow cloud with Operations only (no latency, no quota): a mutation's
+/// Operation is RUNNING for a moment, so the operator waits on it (`globalOperations.wait`,
+/// `zoneOperations.wait`, which IAM checks as `*Operations.get`; docs/performance.md, "The
+/// slow cloud").
+const SLOW_OPERATIONS: &str =
+    r#"{"operations": {"global": {"runningMs": 30}, "zonal": {"runningMs": 30}}}"#;
 
 /// Removals `make test` runs (one create-phase, one delete-phase, one HTTPS, one regional).
 const FAST_REMOVALS: &[&str] = &[
@@ -62,24 +76,6 @@ const PREDEFINED: &[&str] = &[
     "roles/compute.loadBalancerAdmin",
     "roles/compute.securityAdmin",
 ];
-
-/// A phase of a scenario.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Phase {
-    /// Applied until it serves.
-    Create,
-    /// Deleted until collected.
-    Delete,
-}
-
-impl Phase {
-    fn name(self) -> &'static str {
-        match self {
-            Phase::Create => "create",
-            Phase::Delete => "delete",
-        }
-    }
-}
 
 /// One stack: emulator with `--iam`, local API, the operator bound to [`ROLE_ID`].
 struct Stack {
@@ -99,6 +95,8 @@ impl Stack {
                 "80=0,443=0",
                 "--metadata-service-account",
                 GSA,
+                "--slow-cloud",
+                SLOW_OPERATIONS,
             ],
             iam: true,
             ..Options::default()
@@ -145,18 +143,28 @@ impl Stack {
     /// refused `removed`. `Ok(None)`: completed (with `removed`, and no refusal of it within
     /// [`GRACE`] after: what runs beside the phase, such as health polling, counts too);
     /// `Ok(Some(told))`: refused, and how the object said so (waited for up to [`GRACE`]).
+    ///
+    /// The delete phase of a scenario that [`Scenario::deleted_while_stopped`] deletes its
+    /// object while the operator is stopped and starts a new process, which must collect it
+    /// (its finalizer holds the object meanwhile).
     fn phase(
-        &self,
+        &mut self,
         sc: Scenario,
         ns: &str,
         phase: Phase,
         removed: Option<&str>,
     ) -> Result<Option<Option<&'static str>>> {
-        let sys = &self.sys;
         match phase {
-            Phase::Create => sys.apply(&sc.manifest(ns)?).map(drop)?,
-            Phase::Delete => sc.delete(sys, ns)?,
+            Phase::Create => self.sys.apply(&sc.manifest(ns)?).map(drop)?,
+            Phase::Update => sc.update(&self.sys, ns)?,
+            Phase::Delete if sc.deleted_while_stopped() => {
+                self.sys.stop_operator();
+                sc.delete(&self.sys, ns)?;
+                self.restart_operator()?;
+            }
+            Phase::Delete => sc.delete(&self.sys, ns)?,
         }
+        let sys = &self.sys;
         let what = format!(
             "{} {} in {ns} (without {removed:?})",
             sc.name(),
@@ -168,6 +176,7 @@ impl Stack {
             if done_at.is_none() {
                 let done = match phase {
                     Phase::Create => sc.serves(sys, ns)?,
+                    Phase::Update => sc.updated(sys, ns)?,
                     Phase::Delete => self.collected(sc, ns)?,
                 };
                 if done {
@@ -195,10 +204,12 @@ impl Stack {
 
     /// Deletes the run in `ns` (its object if still there, then the namespace) and waits until
     /// the project is back to the baseline, touching the object so that a backed-off cleanup
-    /// runs now. What the operator leaves behind once its object is gone (e.g. a firewall rule
-    /// whose delete was refused: read as a Shared VPC's rule, crates/sync firewalls::delete) is
-    /// deleted by the admin after [`GRACE`] and returned, so the next run starts clean.
-    fn clean_up(&self, sc: Scenario, ns: &str) -> Result<Vec<String>> {
+    /// runs now. What the operator leaves behind once its object is gone (a leak: the report
+    /// names it) is deleted by the admin after [`GRACE`] and returned, so the next run starts
+    /// clean; the operator is then restarted, so that its state cache (lists reused for up to
+    /// five minutes) does not hold what the admin deleted behind its back, such as the default
+    /// backend's NEG that every Ingress shares.
+    fn clean_up(&mut self, sc: Scenario, ns: &str) -> Result<Vec<String>> {
         let sys = &self.sys;
         if !sc.object_gone(sys, ns)? {
             sc.delete(sys, ns)?;
@@ -232,6 +243,9 @@ impl Stack {
         })?;
         iam_scenarios::admin_delete(sys, &left)?;
         sys.kubectl_ok(&["delete", "namespace", ns, "--wait=false"])?;
+        if !left.is_empty() {
+            self.restart_operator()?;
+        }
         Ok(left)
     }
 }
@@ -240,14 +254,25 @@ fn role_name() -> String {
     format!("projects/{PROJECT}/roles/{ROLE_ID}")
 }
 
+/// The phases of `sc`, in order: create, update (when it has one), delete.
+fn phases(sc: Scenario) -> Vec<Phase> {
+    let mut out = vec![Phase::Create];
+    if sc.has_update() {
+        out.push(Phase::Update);
+    }
+    out.push(Phase::Delete);
+    out
+}
+
 /// What a scenario's phases checked with the whole role: (scenario, phase) -> permissions.
 type Exercised = BTreeMap<(usize, Phase), BTreeSet<String>>;
 
-/// Runs `sc` with the whole role: create until it serves, delete until collected; records each
+/// Runs `sc` with the whole role: create until it serves, update until the change is served
+/// (tests/support/iam_updates.rs), delete until collected; records each
 /// phase's checked permissions. Fails on any refusal.
 fn with_whole_role(st: &mut Stack, i: usize, sc: Scenario, out: &mut Exercised) -> Result<()> {
     let ns = st.fresh_ns(sc);
-    for phase in [Phase::Create, Phase::Delete] {
+    for phase in phases(sc) {
         st.usage(true)?;
         let t = Instant::now();
         if st.phase(sc, &ns, phase, None)?.is_some() {
@@ -296,7 +321,7 @@ fn remove_one(
     let all = role_permissions()?;
     let without: Vec<String> = all.iter().filter(|q| *q != p).cloned().collect();
     let ns = st.fresh_ns(sc);
-    if phase == Phase::Delete && st.phase(sc, &ns, Phase::Create, None)?.is_some() {
+    if phase != Phase::Create && st.phase(sc, &ns, Phase::Create, None)?.is_some() {
         bail!("{} create refused with the whole role", sc.name());
     }
     st.sys.define_role(ROLE_ID, &without)?;
@@ -334,58 +359,10 @@ fn remove_one(
     Ok(told)
 }
 
-/// One row of the report.
-struct Row {
-    exercised: Vec<String>,
-    proof: String,
-}
-
-fn render(rows: &BTreeMap<String, Row>) -> String {
-    let role = role_permissions().unwrap_or_default();
-    let proven = rows
-        .values()
-        .filter(|r| r.proof.starts_with("refused"))
-        .count();
-    let unreached = rows.values().filter(|r| r.exercised.is_empty()).count();
-    let timing = rows
-        .values()
-        .filter(|r| r.proof.starts_with("timing"))
-        .count();
-    let mut s = format!(
-        "# deploy/iam/gclb-operator-role.yaml, permission by permission\n\n\
-         GENERATED by `make iam-report` (tests/iam_permission_report_e2e.rs with IAM_REPORT=full\n\
-         IAM_REPORT_WRITE=1); do not edit by hand. The operator ran against the emulator with\n\
-         `--iam`, authenticated through its metadata server as a service account bound to exactly\n\
-         the role. \"Exercised in\": the scenario phases (tests/support/iam_scenarios.rs) whose\n\
-         checks, with the whole role, included the permission. \"Without it\": that phase run\n\
-         again, fresh names, with the role minus the permission: the emulator refused it and no\n\
-         other; then how the object said so (a Warning PermissionDenied Event naming it on the\n\
-         Ingress, the XPN Event for the firewall rule, the Programmed condition of a Gateway)\n\
-         or that only the operator's log does.\n\n\
-         {} permissions: {} exercised, {proven} refused when removed, {timing} exercised or not\n\
-         depending on timing, {unreached} not reached (reason given).\n\n\
-         | permission | exercised in | without it |\n|---|---|---|\n",
-        role.len(),
-        role.len() - unreached,
-    );
-    for (p, r) in rows {
-        let ex = if r.exercised.is_empty() {
-            "-".to_string()
-        } else {
-            r.exercised.join(", ")
-        };
-        s += &format!("| {p} | {ex} | {} |\n", r.proof);
-    }
-    s
-}
-
-fn proof(sc: Scenario, phase: Phase, told: &str) -> String {
-    format!("refused in {}/{}; {told}", sc.name(), phase.name())
-}
-
 #[test]
 fn every_permission_of_the_role_is_needed_by_a_scenario() -> Result<()> {
     let full = std::env::var("IAM_REPORT").is_ok_and(|v| v == "full");
+    let shard = iam_report::shard();
     let started = Instant::now();
     let role = role_permissions()?;
     let mut exercised: Exercised = BTreeMap::new();
@@ -430,7 +407,7 @@ fn every_permission_of_the_role_is_needed_by_a_scenario() -> Result<()> {
             // first whose run without it is refused proves it (a check made once, such as the
             // first garbage collection's list, may not recur in another run of the same phase).
             let mut candidates: Vec<(Scenario, Phase)> = Vec::new();
-            for ph in [Phase::Create, Phase::Delete] {
+            for ph in [Phase::Create, Phase::Update, Phase::Delete] {
                 for (i, sc) in &mine {
                     if exercised.get(&(*i, ph)).is_some_and(|s| s.contains(p)) {
                         candidates.push((*sc, ph));
@@ -441,6 +418,8 @@ fn every_permission_of_the_role_is_needed_by_a_scenario() -> Result<()> {
                 || TIMING.iter().any(|(q, _)| q == p)
                 || rows.get(p).is_some_and(|r| r.proof.starts_with("refused"))
                 || (!full && !FAST_REMOVALS.contains(&p.as_str()))
+                || shard
+                    .is_some_and(|(i, n)| role.iter().position(|q| q == p).unwrap_or(0) % n != i)
             {
                 continue;
             }
@@ -528,6 +507,15 @@ fn every_permission_of_the_role_is_needed_by_a_scenario() -> Result<()> {
         used.len(),
         started.elapsed().as_secs_f64()
     );
+    if let Some((i, n)) = shard {
+        match iam_report::merge_shards(i, n, &render(&rows), &role)? {
+            Some(merged) => rows = merged,
+            None => {
+                println!("shard {i}/{n} written; the last shard to finish writes the report");
+                return Ok(());
+            }
+        }
+    }
     let text = render(&rows);
     if only.is_some() {
         println!("{text}");

@@ -2,7 +2,8 @@
 //! each one a kind of load balancer the operator builds, written so that every run is in a
 //! namespace of its own (fresh names for the Ingress or Gateway, its Services, NEGs and backend
 //! services, so an earlier run's refusals and backoff do not matter), with what "it serves"
-//! and "it is collected" mean for it.
+//! and "it is collected" mean for it; its update phase, what is changed once it serves and
+//! how the change is seen served, is in tests/support/iam_updates.rs.
 //!
 //! What the stack holds before any scenario (made as the local admin, not the operator): the
 //! CRDs, GKE's default backend, the cluster's subnet and the proxy-only subnet of
@@ -27,7 +28,9 @@ pub enum Scenario {
     /// A FrontendConfig (sslPolicy, redirectToHttps) and a BackendConfig (health check, Cloud
     /// Armor securityPolicy, timeoutSec, CDN, connection draining, session affinity).
     Features,
-    /// An external Ingress on a reserved global address (`global-static-ip-name`).
+    /// An external Ingress on a reserved global address (`global-static-ip-name`); deleted
+    /// while the operator is stopped and collected by the next process
+    /// ([`Scenario::deleted_while_stopped`]).
     StaticIp,
     /// Class `gce-internal` (regional internal Application Load Balancer), HTTPS only, with a
     /// `spec.tls` Secret.
@@ -161,7 +164,7 @@ pub fn cloud_resources(sys: &System) -> Result<Vec<String>> {
 }
 
 /// A Service `name` on port 80 with one echo Pod (HTTP on 8080, or TLS with `tls`).
-fn app(ns: &str, name: &str, tls: bool) -> String {
+pub fn app(ns: &str, name: &str, tls: bool) -> String {
     let tls_ann = if tls {
         ", local.gclb-operator.dev/tls-ports: '8080'"
     } else {
@@ -173,7 +176,9 @@ fn app(ns: &str, name: &str, tls: bool) -> String {
     )
 }
 
-fn tls_secret(ns: &str, name: &str, host: &str) -> Result<String> {
+/// A `kubernetes.io/tls` Secret `name` in `ns` holding a fresh self-signed certificate for
+/// `host`, as YAML ending with `---`.
+pub fn tls_secret(ns: &str, name: &str, host: &str) -> Result<String> {
     use base64::Engine as _;
     let (crt, key, _) = self_signed(host)?;
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
@@ -210,6 +215,13 @@ impl Scenario {
             Scenario::RegionalExternal => "regional-external",
             Scenario::Gateway => "gateway",
         }
+    }
+
+    /// Whether its delete phase runs with the operator stopped: the object deleted then (its
+    /// finalizer holds it), collected once a new operator process starts, as after an
+    /// upgrade or a crash (garbage collection from a cold cache).
+    pub fn deleted_while_stopped(self) -> bool {
+        self == Scenario::StaticIp
     }
 
     /// The kind of its object (`Ingress` or `Gateway`; named `web` in the run's namespace).

@@ -109,7 +109,16 @@ pub async fn ensure(
 }
 
 /// Deletes the rule in `project` (no Ingress left); gone already is fine, and a rule this
-/// process already deleted is not deleted again. A 403 is only logged, as GKE does at GC time.
+/// process already deleted is not deleted again.
+///
+/// A 403 is forgiven (logged, the rule left to the security admin) only on a Shared VPC
+/// cluster, where `project` (the network's host project) is not the operator's own project,
+/// as GKE does at GC time (ingress-gce `pkg/firewalls/firewalls_l7.go` deleteFirewall:
+/// `IsForbiddenError(err) && cloud.OnXPN()`). In the operator's own project a 403 is a missing
+/// permission (`compute.firewalls.delete`): it is returned, so the caller says so (the
+/// `PermissionDenied` Event) and retries, instead of leaking the rule silently.
+///
+/// Errors: any refusal other than 404, and a 403 outside a Shared VPC, as [`SyncError::Compute`].
 pub async fn delete(
     compute: &Compute,
     project: &str,
@@ -129,8 +138,10 @@ pub async fn delete(
     )
     .await
     {
-        Err(e) if e.compute_kind() == Some(ErrorKind::Forbidden) => {
-            tracing::warn!(name, project, error = %e, "firewall delete forbidden (Shared VPC?); leaving it");
+        Err(e)
+            if e.compute_kind() == Some(ErrorKind::Forbidden) && project != compute.project() =>
+        {
+            tracing::warn!(name, project, error = %e, "firewall delete forbidden on the Shared VPC host project; leaving it to its security admin");
             Ok(())
         }
         Err(e) => Err(e),

@@ -17,6 +17,7 @@ use crate::sync::{
 use crate::translate::DesiredNeg;
 
 mod backends;
+mod permissions;
 
 /// A Compute error answer: `code`, its `status` and a message.
 fn answer(code: u16, status: &str, message: &str) -> ResponseTemplate {
