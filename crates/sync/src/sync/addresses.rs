@@ -16,7 +16,8 @@
 //! names a static address instead; a user's reserved address (never named like ours) is never
 //! touched.
 //!
-//! In a region (the regional load balancers of internal and regional external Ingresses):
+//! The `*_regional` functions, for the regional load balancers of internal and regional
+//! external Ingresses:
 //! Regional addresses (`compute.addresses`): the reserved address that
 //! `kubernetes.io/ingress.regional-static-ip-name` names for an internal or regional external
 //! Ingress, read (never created or deleted: the user owns it) and checked by

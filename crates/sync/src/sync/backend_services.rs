@@ -1,7 +1,8 @@
 //! Backend services (`compute.backendServices`): one per Service port, shared by Ingresses.
 //! Updates send the observed fingerprint (412 on a stale one; sync refetches and retries).
 //!
-//! In a region (the regional load balancers of internal and regional external Ingresses):
+//! The `*_regional` functions, for the regional load balancers of internal and regional
+//! external Ingresses:
 //! Regional BackendServices (`compute.regionBackendServices`) of internal load balancers: the global file's
 //! get -> compare -> insert/update, in a region, without the global state cache (an internal
 //! Ingress reads its few regional resources once per sync).

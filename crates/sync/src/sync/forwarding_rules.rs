@@ -4,7 +4,8 @@
 //! recreated (inventory §4 "Update details"); a new target goes through `setTarget`. Without a
 //! desired IP the rule keeps the ephemeral IP it got, so the Ingress IP stays stable.
 //!
-//! In a region (the regional load balancers of internal and regional external Ingresses):
+//! The `*_regional` functions, for the regional load balancers of internal and regional
+//! external Ingresses:
 //! Regional forwarding rules (`compute.forwardingRules`) of internal load balancers
 //! (`loadBalancingScheme: INTERNAL_MANAGED`; the API gives them an address of the subnet).
 //! An existing rule is pointed at its proxy with `setTarget`; any other difference (network,

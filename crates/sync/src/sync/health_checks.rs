@@ -3,7 +3,8 @@
 //! Unlike GKE (which keeps interval, thresholds and path once created, issues #39/#317), the
 //! desired health check wins: a changed readiness probe or BackendConfig updates the check.
 //!
-//! In a region (the regional load balancers of internal and regional external Ingresses):
+//! The `*_regional` functions, for the regional load balancers of internal and regional
+//! external Ingresses:
 //! Regional HealthChecks (`compute.regionHealthChecks`) of internal load balancers: the global file's
 //! get -> compare -> insert/update, in a region, without the global state cache (an internal
 //! Ingress reads its few regional resources once per sync).

@@ -2,7 +2,8 @@
 //! They are immutable and named by content hash, so a changed Secret means a new certificate:
 //! insert the new one, switch the proxy, then delete the old one.
 //!
-//! In a region (the regional load balancers of internal and regional external Ingresses):
+//! The `*_regional` functions, for the regional load balancers of internal and regional
+//! external Ingresses:
 //! Regional self-managed SSL certificates (`compute.regionSslCertificates`) made from an
 //! internal Ingress's `spec.tls` Secrets. Certificates are immutable and named by content
 //! (a rotated Secret gives a new name), so sync only inserts and deletes.

@@ -1,7 +1,8 @@
 //! Target HTTP proxies (`compute.targetHttpProxies`). Only the URL map can change on an existing
 //! proxy, through the `setUrlMap` verb.
 //!
-//! In a region (the regional load balancers of internal and regional external Ingresses):
+//! The `*_regional` functions, for the regional load balancers of internal and regional
+//! external Ingresses:
 //! Regional target HTTP proxies (`compute.regionTargetHttpProxies`) of internal load
 //! balancers. An existing proxy is pointed at its URL map with `setUrlMap` when that differs.
 

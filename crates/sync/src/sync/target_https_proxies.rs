@@ -1,7 +1,8 @@
 //! Target HTTPS proxies (`compute.targetHttpsProxies`). An existing proxy is changed through
 //! `setUrlMap`, `setSslCertificates` and `setSslPolicy`, each sent only when that field differs.
 //!
-//! In a region (the regional load balancers of internal and regional external Ingresses):
+//! The `*_regional` functions, for the regional load balancers of internal and regional
+//! external Ingresses:
 //! Regional target HTTPS proxies (`compute.regionTargetHttpsProxies`) of internal load
 //! balancers. An existing proxy is changed with `setUrlMap` and `setSslCertificates`, each
 //! sent only when that field differs.

@@ -1,7 +1,8 @@
 //! URL maps (`compute.urlMaps`): the Ingress's routing table and the HTTPS redirect map.
 //! Updated with the fingerprint only when default service, host rules or path matchers differ.
 //!
-//! In a region (the regional load balancers of internal and regional external Ingresses):
+//! The `*_regional` functions, for the regional load balancers of internal and regional
+//! external Ingresses:
 //! Regional UrlMaps (`compute.regionUrlMaps`) of internal load balancers: the global file's
 //! get -> compare -> insert/update, in a region, without the global state cache (an internal
 //! Ingress reads its few regional resources once per sync).
