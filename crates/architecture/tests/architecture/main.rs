@@ -69,18 +69,6 @@ const ALLOWED_CIRCLES: &[AllowedCircle] = &[
             "fakes/gce-emulator/src/resources/url_maps.rs",
         ],
     },
-    AllowedCircle {
-        why: "issue 46, the local workload controllers' part (fakes/kube-apiserver/src/local/, \
-              worked on in parallel): deployment/mod.rs holds DeploymentSync and the helpers \
-              rolling.rs and progress.rs call back; move them below both",
-        files: &["fakes/kube-apiserver/src/local/deployment/mod.rs", "fakes/kube-apiserver/src/local/deployment/progress.rs", "fakes/kube-apiserver/src/local/deployment/rolling.rs"],
-    },
-    AllowedCircle {
-        why: "issue 46, the local workload controllers' part (fakes/kube-apiserver/src/local/, \
-              worked on in parallel): echo.rs serves echo/grpc.rs, which reads echo.rs's \
-              PodIdentity; move PodIdentity below both",
-        files: &["fakes/kube-apiserver/src/local/echo.rs", "fakes/kube-apiserver/src/local/echo/grpc.rs"],
-    },
 ];
 
 /// Hand-written files over the limit that this issue does not split, each with its reason.

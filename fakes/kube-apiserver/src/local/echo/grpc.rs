@@ -27,7 +27,7 @@ use futures::{Stream, StreamExt};
 use tokio::sync::watch;
 use tonic::{Code, Request, Response, Status, Streaming};
 
-use super::PodIdentity;
+use crate::local::pod_identity::PodIdentity;
 use crate::local::annotations::PodControls;
 
 /// Generated client and server of `gclb.echo.v1.Echo` (see `build.rs`).
