@@ -81,10 +81,6 @@ const ALLOWED_LONG_FILES: &[(&str, &str)] = &[
         "fakes/gce-emulator/src/resources/url_maps.rs",
         "issue 46, resources/ part: split with the URL map validation work",
     ),
-    (
-        "tests/support/mod.rs",
-        "issue 46: split once the end-to-end harness work in flight lands",
-    ),
 ];
 
 /// Every crate's findings, read once for both tests that need them.
