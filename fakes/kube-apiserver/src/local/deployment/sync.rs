@@ -84,7 +84,10 @@ impl DeploymentSync<'_> {
         Ok(updated)
     }
 
-    pub(super) fn error(&self, action: impl Into<String>) -> impl FnOnce(kube::Error) -> DeploymentError {
+    pub(super) fn error(
+        &self,
+        action: impl Into<String>,
+    ) -> impl FnOnce(kube::Error) -> DeploymentError {
         let deployment = self.key.clone();
         let action = action.into();
         move |source| DeploymentError::Api {
@@ -121,7 +124,11 @@ impl DeploymentSync<'_> {
 
     /// Sets a ReplicaSet's size and its desired/max replicas annotations
     /// (`scaleReplicaSetAndRecordEvent`); true when it wrote.
-    pub(super) async fn scale(&self, rs: &mut ReplicaSet, size: i32) -> Result<bool, DeploymentError> {
+    pub(super) async fn scale(
+        &self,
+        rs: &mut ReplicaSet,
+        size: i32,
+    ) -> Result<bool, DeploymentError> {
         let desired = util::replicas(&self.d).to_string();
         let max = (util::replicas(&self.d) + util::max_surge(&self.d)).to_string();
         let annotations = rs.metadata.annotations.clone().unwrap_or_default();
@@ -363,7 +370,10 @@ async fn set_deployment_revision(
 
 /// `cleanupDeployment`: deletes the oldest old ReplicaSets beyond `revisionHistoryLimit` that
 /// have no Pods left.
-pub(super) async fn cleanup(sync: &DeploymentSync<'_>, old: &[ReplicaSet]) -> Result<(), DeploymentError> {
+pub(super) async fn cleanup(
+    sync: &DeploymentSync<'_>,
+    old: &[ReplicaSet],
+) -> Result<(), DeploymentError> {
     let Some(limit) = sync.d.spec.as_ref().and_then(|s| s.revision_history_limit) else {
         return Ok(());
     };
