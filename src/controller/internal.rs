@@ -14,10 +14,10 @@ use k8s_openapi::api::networking::v1::Ingress;
 
 use super::context::key_string;
 use super::{Context, Error};
+use crate::sync::addresses;
 use crate::sync::gc::{Candidates, LiveSet};
 use crate::sync::ingress::FrontendStatus;
-use crate::sync::region_addresses;
-use crate::sync::regional::{
+use crate::sync::regional_ingress::{
     check_preconditions, delete_internal_frontend, delete_regional_garbage,
     list_regional_candidates, sync_internal,
 };
@@ -137,7 +137,7 @@ pub(crate) async fn sync_internal_lb(
     }
     let static_ip = match (&desired.frontend.static_ip_name, class_of(desired)) {
         (Some(name), Some(kind)) => Some(
-            Box::pin(region_addresses::resolve(
+            Box::pin(addresses::resolve_regional(
                 &ctx.compute,
                 &ctx.config.translate,
                 kind,

@@ -318,7 +318,12 @@ async fn apply(
                 .state(region, name, refresh, || async {
                     match region {
                         Some(region) => {
-                            crate::sync::regional::health(&ctx.compute, region, name).await
+                            crate::sync::backend_services::health_regional(
+                                &ctx.compute,
+                                region,
+                                name,
+                            )
+                            .await
                         }
                         None => backend_services::health(&ctx.compute, name).await,
                     }

@@ -33,25 +33,10 @@ const ALLOWED_CIRCLES: &[AllowedCircle] = &[
             "fakes/gce-emulator/src/dataplane/tls_route.rs",
         ],
     },
-    AllowedCircle {
-        why: "issue 46, the local workload controllers' part (fakes/kube-apiserver/src/local/, \
-              worked on in parallel): deployment/mod.rs holds DeploymentSync and the helpers \
-              rolling.rs and progress.rs call back; move them below both",
-        files: &["fakes/kube-apiserver/src/local/deployment/mod.rs", "fakes/kube-apiserver/src/local/deployment/progress.rs", "fakes/kube-apiserver/src/local/deployment/rolling.rs"],
-    },
-    AllowedCircle {
-        why: "issue 46, the local workload controllers' part (fakes/kube-apiserver/src/local/, \
-              worked on in parallel): echo.rs serves echo/grpc.rs, which reads echo.rs's \
-              PodIdentity; move PodIdentity below both",
-        files: &["fakes/kube-apiserver/src/local/echo.rs", "fakes/kube-apiserver/src/local/echo/grpc.rs"],
-    },
 ];
 
 /// Hand-written files over the limit that this issue does not split, each with its reason.
-const ALLOWED_LONG_FILES: &[(&str, &str)] = &[(
-    "tests/support/mod.rs",
-    "issue 46: split once the end-to-end harness work in flight lands",
-)];
+const ALLOWED_LONG_FILES: &[(&str, &str)] = &[];
 
 /// Every crate's findings, read once for both tests that need them.
 fn findings() -> &'static [(&'static str, Findings)] {

@@ -25,10 +25,10 @@ pub const USER_AGENT: &str = concat!("gclb-operator/", env!("CARGO_PKG_VERSION")
 pub mod credentials;
 pub mod error;
 pub mod metrics;
+mod network_endpoint_groups;
 pub mod observed;
 pub mod pacing;
 pub mod reference;
-mod regional;
 mod resources;
 pub mod state;
 

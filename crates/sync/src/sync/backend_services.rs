@@ -1,5 +1,11 @@
 //! Backend services (`compute.backendServices`): one per Service port, shared by Ingresses.
 //! Updates send the observed fingerprint (412 on a stale one; sync refetches and retries).
+//!
+//! The `*_regional` functions, for the regional load balancers of internal and regional
+//! external Ingresses:
+//! Regional BackendServices (`compute.regionBackendServices`) of internal load balancers: the global file's
+//! get -> compare -> insert/update, in a region, without the global state cache (an internal
+//! Ingress reads its few regional resources once per sync).
 
 use std::borrow::Cow;
 
@@ -141,23 +147,90 @@ pub async fn health(compute: &Compute, name: &str) -> String {
     let Ok(Some(bs)) = compute.observed::<model::BackendService>(name).await else {
         return "Unknown".to_string();
     };
+    health_of(&bs, |group| async move {
+        compute.get_backend_service_health(name, &group).await
+    })
+    .await
+}
+
+/// What [`health`] and [`health_regional`] answer for the backend service `bs`, whose groups'
+/// health `get_health` reads (one `getHealth` call per backend group).
+async fn health_of<F, Fut>(bs: &model::BackendService, get_health: F) -> String
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = crate::compute::Result<model::BackendServiceGroupHealth>>,
+{
     let mut last = None;
-    for backend in &bs.backends {
-        let Some(group) = backend.group.as_deref() else {
-            continue;
-        };
-        let Ok(health) = compute.get_backend_service_health(name, group).await else {
+    for group in bs.backends.iter().filter_map(|b| b.group.as_deref()) {
+        let Ok(health) = get_health(group.to_string()).await else {
             return "Unknown".to_string();
         };
-        for status in &health.health_status {
-            if let Some(state) = &status.health_state {
-                let state = state.name().unwrap_or("UNKNOWN").to_string();
-                if state == "HEALTHY" {
-                    return state;
-                }
-                last = Some(state);
+        for state in health
+            .health_status
+            .iter()
+            .filter_map(|s| s.health_state.as_ref())
+        {
+            let state = state.name().unwrap_or("UNKNOWN").to_string();
+            if state == "HEALTHY" {
+                return state;
             }
+            last = Some(state);
         }
     }
     last.unwrap_or_else(|| "Unknown".to_string())
+}
+
+// In a region: read with `get` per sync, not through the global state cache.
+
+/// Inserts the resource in `region` or updates it when a managed field differs.
+pub async fn ensure_regional(
+    compute: &Compute,
+    region: &str,
+    desired: &model::BackendService,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    let name = desired.resource_name();
+    super::ensure(
+        compute.project(),
+        desired,
+        || compute.get_region_backend_service(region, name),
+        |body| async move { compute.insert_region_backend_service(region, &body).await },
+        |body| async move {
+            compute
+                .update_region_backend_service(region, name, &body)
+                .await
+        },
+        changes,
+    )
+    .await
+}
+
+/// Deletes the resource from `region`; a 404 counts as done.
+pub async fn delete_regional(
+    compute: &Compute,
+    region: &str,
+    name: &str,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    super::remove(
+        KIND,
+        name,
+        || compute.delete_region_backend_service(region, name),
+        changes,
+    )
+    .await
+}
+
+/// Health of the regional backend service `name` of `region`, as [`health`] (read with `get`,
+/// not from the state cache; `compute.regionBackendServices.getHealth` per group).
+pub async fn health_regional(compute: &Compute, region: &str, name: &str) -> String {
+    let Ok(Some(bs)) = compute.get_region_backend_service(region, name).await else {
+        return "Unknown".to_string();
+    };
+    health_of(&bs, |group| async move {
+        compute
+            .get_region_backend_service_health(region, name, &group)
+            .await
+    })
+    .await
 }

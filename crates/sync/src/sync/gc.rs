@@ -136,7 +136,7 @@ where
 /// delete it whoever created it; one deleted since is skipped (the state cache knows it gone,
 /// or the API answers 404). The deletes are thus a subset of what a run listing under the lock
 /// would delete. The regional collections fill the same fields
-/// (`sync::regional::list_regional_candidates`; no addresses, NEGs or policies there).
+/// (`sync::regional_ingress::list_regional_candidates`; no addresses, NEGs or policies there).
 #[derive(Clone, Debug, Default)]
 pub struct Candidates {
     /// Forwarding rule names.

@@ -2,6 +2,12 @@
 //!
 //! Unlike GKE (which keeps interval, thresholds and path once created, issues #39/#317), the
 //! desired health check wins: a changed readiness probe or BackendConfig updates the check.
+//!
+//! The `*_regional` functions, for the regional load balancers of internal and regional
+//! external Ingresses:
+//! Regional HealthChecks (`compute.regionHealthChecks`) of internal load balancers: the global file's
+//! get -> compare -> insert/update, in a region, without the global state cache (an internal
+//! Ingress reads its few regional resources once per sync).
 
 use google_cloud_compute_v1::model;
 
@@ -50,6 +56,47 @@ pub async fn delete(compute: &Compute, name: &str, changes: &mut Changes) -> Res
         KIND,
         name,
         || compute.delete_health_check(name),
+        changes,
+    )
+    .await
+}
+
+// In a region: read with `get` per sync, not through the global state cache.
+
+/// Inserts the resource in `region` or updates it when a managed field differs.
+pub async fn ensure_regional(
+    compute: &Compute,
+    region: &str,
+    desired: &model::HealthCheck,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    let name = desired.resource_name();
+    super::ensure(
+        compute.project(),
+        desired,
+        || compute.get_region_health_check(region, name),
+        |body| async move { compute.insert_region_health_check(region, &body).await },
+        |body| async move {
+            compute
+                .update_region_health_check(region, name, &body)
+                .await
+        },
+        changes,
+    )
+    .await
+}
+
+/// Deletes the resource from `region`; a 404 counts as done.
+pub async fn delete_regional(
+    compute: &Compute,
+    region: &str,
+    name: &str,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    super::remove(
+        KIND,
+        name,
+        || compute.delete_region_health_check(region, name),
         changes,
     )
     .await

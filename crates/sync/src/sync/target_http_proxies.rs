@@ -1,5 +1,10 @@
 //! Target HTTP proxies (`compute.targetHttpProxies`). Only the URL map can change on an existing
 //! proxy, through the `setUrlMap` verb.
+//!
+//! The `*_regional` functions, for the regional load balancers of internal and regional
+//! external Ingresses:
+//! Regional target HTTP proxies (`compute.regionTargetHttpProxies`) of internal load
+//! balancers. An existing proxy is pointed at its URL map with `setUrlMap` when that differs.
 
 use google_cloud_compute_v1::model;
 
@@ -73,6 +78,59 @@ pub async fn delete(compute: &Compute, name: &str, changes: &mut Changes) -> Res
         KIND,
         name,
         || compute.delete_target_http_proxy(name),
+        changes,
+    )
+    .await
+}
+
+// In a region: read with `get` per sync, not through the global state cache.
+
+/// Inserts the proxy in `region` or brings its URL map in line.
+pub async fn ensure_regional(
+    compute: &Compute,
+    region: &str,
+    desired: &model::TargetHttpProxy,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    let project = compute.project();
+    let name = desired.name.as_deref().unwrap_or_default();
+    let err = |e| SyncError::compute(KIND, name, e);
+    let Some(observed) = compute
+        .get_region_target_http_proxy(region, name)
+        .await
+        .map_err(err)?
+    else {
+        compute
+            .insert_region_target_http_proxy(region, desired)
+            .await
+            .map_err(err)?;
+        record(changes, KIND, name, Action::Created);
+        return Ok(());
+    };
+    let norm = |v: Option<&str>| normalize(project, v.unwrap_or_default());
+    if norm(desired.url_map.as_deref()) != norm(observed.url_map.as_deref()) {
+        let body =
+            model::UrlMapReference::new().set_url_map(desired.url_map.clone().unwrap_or_default());
+        compute
+            .set_region_target_http_proxy_url_map(region, name, &body)
+            .await
+            .map_err(err)?;
+        record(changes, KIND, name, Action::Updated);
+    }
+    Ok(())
+}
+
+/// Deletes the proxy from `region`; a 404 counts as done.
+pub async fn delete_regional(
+    compute: &Compute,
+    region: &str,
+    name: &str,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    super::remove(
+        KIND,
+        name,
+        || compute.delete_region_target_http_proxy(region, name),
         changes,
     )
     .await

@@ -1,5 +1,11 @@
 //! Target HTTPS proxies (`compute.targetHttpsProxies`). An existing proxy is changed through
 //! `setUrlMap`, `setSslCertificates` and `setSslPolicy`, each sent only when that field differs.
+//!
+//! The `*_regional` functions, for the regional load balancers of internal and regional
+//! external Ingresses:
+//! Regional target HTTPS proxies (`compute.regionTargetHttpsProxies`) of internal load
+//! balancers. An existing proxy is changed with `setUrlMap` and `setSslCertificates`, each
+//! sent only when that field differs.
 
 use google_cloud_compute_v1::model;
 
@@ -135,6 +141,74 @@ pub async fn delete(compute: &Compute, name: &str, changes: &mut Changes) -> Res
         KIND,
         name,
         || compute.delete_target_https_proxy(name),
+        changes,
+    )
+    .await
+}
+
+// In a region: read with `get` per sync, not through the global state cache.
+
+/// Inserts the proxy in `region` or brings its URL map and certificates in line.
+pub async fn ensure_regional(
+    compute: &Compute,
+    region: &str,
+    desired: &model::TargetHttpsProxy,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    let project = compute.project();
+    let name = desired.name.as_deref().unwrap_or_default();
+    let err = |e| SyncError::compute(KIND, name, e);
+    let Some(observed) = compute
+        .get_region_target_https_proxy(region, name)
+        .await
+        .map_err(err)?
+    else {
+        compute
+            .insert_region_target_https_proxy(region, desired)
+            .await
+            .map_err(err)?;
+        record(changes, KIND, name, Action::Created);
+        return Ok(());
+    };
+    let norm = |v: Option<&str>| normalize(project, v.unwrap_or_default());
+    let mut changed = false;
+    if norm(desired.url_map.as_deref()) != norm(observed.url_map.as_deref()) {
+        let body =
+            model::UrlMapReference::new().set_url_map(desired.url_map.clone().unwrap_or_default());
+        compute
+            .set_region_target_https_proxy_url_map(region, name, &body)
+            .await
+            .map_err(err)?;
+        changed = true;
+    }
+    let refs =
+        |certs: &[String]| -> Vec<String> { certs.iter().map(|c| normalize(project, c)).collect() };
+    if refs(&desired.ssl_certificates) != refs(&observed.ssl_certificates) {
+        let body = model::RegionTargetHttpsProxiesSetSslCertificatesRequest::new()
+            .set_ssl_certificates(desired.ssl_certificates.clone());
+        compute
+            .set_region_target_https_proxy_ssl_certificates(region, name, &body)
+            .await
+            .map_err(err)?;
+        changed = true;
+    }
+    if changed {
+        record(changes, KIND, name, Action::Updated);
+    }
+    Ok(())
+}
+
+/// Deletes the proxy from `region`; a 404 counts as done.
+pub async fn delete_regional(
+    compute: &Compute,
+    region: &str,
+    name: &str,
+    changes: &mut Changes,
+) -> Result<(), SyncError> {
+    super::remove(
+        KIND,
+        name,
+        || compute.delete_region_target_https_proxy(region, name),
         changes,
     )
     .await

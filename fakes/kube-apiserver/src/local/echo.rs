@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +37,8 @@ use tokio_util::sync::CancellationToken;
 use super::annotations::PodControls;
 use super::images::App;
 use super::{agnhost, hello_app, user_command, whereami};
+
+pub use super::pod_identity::PodIdentity;
 
 pub mod grpc;
 pub mod grpc_client;
@@ -62,52 +64,6 @@ pub enum EchoError {
         /// The cause.
         reason: String,
     },
-}
-
-/// Who is answering: fixed for a container's lifetime.
-#[derive(Clone, Debug)]
-pub struct PodIdentity {
-    /// Pod name.
-    pub name: String,
-    /// Pod namespace.
-    pub namespace: String,
-    /// The Pod IP the servers bind.
-    pub pod_ip: Ipv4Addr,
-    /// What the container answers.
-    pub app: App,
-    /// The container's name.
-    pub container: String,
-    /// The container's image.
-    pub image: String,
-    /// The Node the Pod runs on.
-    pub node: String,
-    /// The Node's zone.
-    pub zone: String,
-    /// `spec.serviceAccountName`.
-    pub service_account: String,
-}
-
-impl PodIdentity {
-    /// An identity with no container, image, Node or zone (tests).
-    pub fn bare(name: &str, namespace: &str, pod_ip: Ipv4Addr, app: App) -> PodIdentity {
-        PodIdentity {
-            name: name.to_string(),
-            namespace: namespace.to_string(),
-            pod_ip,
-            app,
-            container: String::new(),
-            image: String::new(),
-            node: String::new(),
-            zone: String::new(),
-            service_account: String::new(),
-        }
-    }
-}
-
-impl PodIdentity {
-    fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
-    }
 }
 
 /// A running server on one container port; stops when dropped or on [`EchoServer::stop`].

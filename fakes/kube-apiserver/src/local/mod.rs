@@ -35,6 +35,7 @@ pub mod node_set;
 pub mod nodes;
 pub mod owner_refs;
 pub mod pod_claims;
+pub mod pod_identity;
 pub mod pod_ip;
 pub mod pod_status;
 pub mod probe;

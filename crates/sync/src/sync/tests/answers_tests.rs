@@ -11,8 +11,8 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 use super::{count, desired_b1, list, list_b1, other_lists_empty, G};
 use crate::compute::test_support::{compute_for, done_op};
 use crate::sync::{
-    addresses, backend_services, firewalls, network_endpoint_groups, region_url_maps,
-    security_policies, target_http_proxies, target_https_proxies, url_maps, Changes, SyncError,
+    addresses, backend_services, firewalls, network_endpoint_groups, security_policies,
+    target_http_proxies, target_https_proxies, url_maps, Changes, SyncError,
 };
 use crate::translate::DesiredNeg;
 
@@ -283,7 +283,7 @@ async fn a_regional_url_map_update_answered_412_is_retried_with_the_refetched_fi
         .set_name("um1")
         .set_default_service("projects/p1/regions/r1/backendServices/b1");
     let mut changes = Changes::new();
-    region_url_maps::ensure(&compute, "r1", &desired, &mut changes)
+    url_maps::ensure_regional(&compute, "r1", &desired, &mut changes)
         .await
         .unwrap();
     assert_eq!(events(&changes), ["UrlMap \"um1\" updated"]);

@@ -291,7 +291,7 @@ async fn security_policies_that_may_not_be_listed_are_none_of_ours() {
 /// certificate and backend), in `r1`; the live Ingress's and the user's stay.
 #[tokio::test]
 async fn regional_garbage_collection_deletes_exactly_the_stale_names_of_the_region() {
-    use crate::sync::regional::{delete_regional_garbage, list_regional_candidates};
+    use crate::sync::regional_ingress::{delete_regional_garbage, list_regional_candidates};
 
     let server = MockServer::start().await;
     let (web, old) = (namer("web"), namer("old"));

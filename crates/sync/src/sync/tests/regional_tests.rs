@@ -9,7 +9,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 use super::forbid_mutations;
 use crate::compute::test_support::{compute_for, done_op, not_found};
 use crate::sync::{
-    region_forwarding_rules, region_ssl_certificates, region_url_maps, regional, Changes,
+    backend_services, forwarding_rules, regional_ingress, ssl_certificates, url_maps, Changes,
 };
 
 mod internal_load_balancer;
@@ -52,7 +52,7 @@ async fn a_regional_rule_changes_target_in_place_and_is_left_alone_in_sync() {
         .await;
     let compute = compute_for(&server).await;
     let mut changes = Changes::new();
-    let ip = region_forwarding_rules::ensure(&compute, "r1", &desired(), &mut changes)
+    let ip = forwarding_rules::ensure_regional(&compute, "r1", &desired(), &mut changes)
         .await
         .unwrap();
     assert_eq!(ip.as_deref(), Some("10.0.0.5"));
@@ -64,7 +64,7 @@ async fn a_regional_rule_changes_target_in_place_and_is_left_alone_in_sync() {
     forbid_mutations(&server).await;
     let compute = compute_for(&server).await;
     let mut changes = Changes::new();
-    region_forwarding_rules::ensure(&compute, "r1", &desired(), &mut changes)
+    forwarding_rules::ensure_regional(&compute, "r1", &desired(), &mut changes)
         .await
         .unwrap();
     assert!(changes.is_empty(), "{changes:?}");
@@ -98,7 +98,7 @@ async fn a_regional_rule_is_kept_on_its_subnetwork_and_replaced_on_another() {
     forbid_mutations(&server).await;
     let compute = compute_for(&server).await;
     let mut changes = Changes::new();
-    let ip = region_forwarding_rules::ensure(&compute, "r1", &on("s1"), &mut changes)
+    let ip = forwarding_rules::ensure_regional(&compute, "r1", &on("s1"), &mut changes)
         .await
         .unwrap();
     assert_eq!(ip.as_deref(), Some("10.0.0.5"));
@@ -134,7 +134,7 @@ async fn a_regional_rule_is_kept_on_its_subnetwork_and_replaced_on_another() {
         .await;
     let compute = compute_for(&server).await;
     let mut changes = Changes::new();
-    let ip = region_forwarding_rules::ensure(&compute, "r1", &on("s2"), &mut changes)
+    let ip = forwarding_rules::ensure_regional(&compute, "r1", &on("s2"), &mut changes)
         .await
         .unwrap();
     assert_eq!(ip.as_deref(), Some("10.0.1.7"));
@@ -191,7 +191,7 @@ async fn a_regional_url_map_is_inserted_and_an_insert_race_is_read_again() {
             .await;
         let compute = compute_for(&server).await;
         let mut changes = Changes::new();
-        region_url_maps::ensure(&compute, "r1", &desired, &mut changes)
+        url_maps::ensure_regional(&compute, "r1", &desired, &mut changes)
             .await
             .unwrap();
         let done: Vec<String> = changes.iter().map(|c| c.to_string()).collect();
@@ -230,7 +230,7 @@ async fn stale_regional_certificates_are_deleted_and_kept_ones_left() {
         .await;
     let compute = compute_for(&server).await;
     let mut changes = Changes::new();
-    region_ssl_certificates::delete_stale(
+    ssl_certificates::delete_stale_regional(
         &compute,
         "r1",
         "k8s2-cr-a-",
@@ -288,9 +288,18 @@ async fn regional_backend_health_prefers_healthy_across_groups() {
         .mount(&server)
         .await;
     let compute = compute_for(&server).await;
-    assert_eq!(regional::health(&compute, "r1", "b1").await, "HEALTHY");
-    assert_eq!(regional::health(&compute, "r1", "b2").await, "UNHEALTHY");
-    assert_eq!(regional::health(&compute, "r1", "missing").await, "Unknown");
+    assert_eq!(
+        backend_services::health_regional(&compute, "r1", "b1").await,
+        "HEALTHY"
+    );
+    assert_eq!(
+        backend_services::health_regional(&compute, "r1", "b2").await,
+        "UNHEALTHY"
+    );
+    assert_eq!(
+        backend_services::health_regional(&compute, "r1", "missing").await,
+        "Unknown"
+    );
 }
 
 /// A missing internal address: the fix reserves it in the network's own subnet of the region,
@@ -298,7 +307,7 @@ async fn regional_backend_health_prefers_healthy_across_groups() {
 /// `--subnetwork` when given, without a listing.
 #[tokio::test]
 async fn a_missing_internal_address_names_the_subnet_to_reserve_it_in() {
-    use crate::sync::{region_addresses, SyncError};
+    use crate::sync::{addresses, SyncError};
     use crate::translate::regional::RegionalClass;
     use crate::translate::TranslateConfig;
 
@@ -332,14 +341,14 @@ async fn a_missing_internal_address_names_the_subnet_to_reserve_it_in() {
         other => panic!("expected a missing address: {other:?}"),
     };
     let listed =
-        region_addresses::resolve(&compute, &config, RegionalClass::Internal, "r1", "ip1").await;
+        addresses::resolve_regional(&compute, &config, RegionalClass::Internal, "r1", "ip1").await;
     assert_eq!(
         command(listed),
         "gcloud compute addresses create ip1 --region=r1 --subnet=nodes --purpose=SHARED_LOADBALANCER_VIP"
     );
     config.subnetwork = Some("mine".into());
     let named =
-        region_addresses::resolve(&compute, &config, RegionalClass::Internal, "r1", "ip1").await;
+        addresses::resolve_regional(&compute, &config, RegionalClass::Internal, "r1", "ip1").await;
     assert_eq!(
         command(named),
         "gcloud compute addresses create ip1 --region=r1 --subnet=mine --purpose=SHARED_LOADBALANCER_VIP"
@@ -350,8 +359,6 @@ async fn a_missing_internal_address_names_the_subnet_to_reserve_it_in() {
 /// regionBackendServices`, in its region).
 #[tokio::test]
 async fn a_regional_backend_service_is_inserted_and_deleted_in_its_region() {
-    use crate::sync::region_backend_services;
-
     let server = MockServer::start().await;
     let bs = "/compute/v1/projects/p1/regions/r1/backendServices";
     Mock::given(method("GET"))
@@ -377,10 +384,10 @@ async fn a_regional_backend_service_is_inserted_and_deleted_in_its_region() {
         .set_name("b1")
         .set_protocol("HTTP");
     let mut changes = Changes::new();
-    region_backend_services::ensure(&compute, "r1", &desired, &mut changes)
+    backend_services::ensure_regional(&compute, "r1", &desired, &mut changes)
         .await
         .unwrap();
-    region_backend_services::delete(&compute, "r1", "b1", &mut changes)
+    backend_services::delete_regional(&compute, "r1", "b1", &mut changes)
         .await
         .unwrap();
     let said: Vec<String> = changes.iter().map(ToString::to_string).collect();
@@ -398,9 +405,7 @@ async fn a_regional_backend_service_is_inserted_and_deleted_in_its_region() {
 /// name); each is deleted by name.
 #[tokio::test]
 async fn regional_health_checks_and_proxies_are_inserted_updated_and_deleted() {
-    use crate::sync::{
-        region_health_checks, region_target_http_proxies, region_target_https_proxies,
-    };
+    use crate::sync::{health_checks, target_http_proxies, target_https_proxies};
 
     let server = MockServer::start().await;
     let r = "/compute/v1/projects/p1/regions/r1";
@@ -469,26 +474,26 @@ async fn regional_health_checks_and_proxies_are_inserted_updated_and_deleted() {
     };
     let mut changes = Changes::new();
     let hc = model::HealthCheck::new().set_name("hc1");
-    region_health_checks::ensure(&compute, "r1", &hc, &mut changes)
+    health_checks::ensure_regional(&compute, "r1", &hc, &mut changes)
         .await
         .unwrap();
     for name in ["tp1", "tp2"] {
-        region_target_http_proxies::ensure(&compute, "r1", &http(name), &mut changes)
+        target_http_proxies::ensure_regional(&compute, "r1", &http(name), &mut changes)
             .await
             .unwrap();
     }
     for name in ["tps1", "tps2"] {
-        region_target_https_proxies::ensure(&compute, "r1", &https(name), &mut changes)
+        target_https_proxies::ensure_regional(&compute, "r1", &https(name), &mut changes)
             .await
             .unwrap();
     }
-    region_health_checks::delete(&compute, "r1", "hc1", &mut changes)
+    health_checks::delete_regional(&compute, "r1", "hc1", &mut changes)
         .await
         .unwrap();
-    region_target_http_proxies::delete(&compute, "r1", "tp1", &mut changes)
+    target_http_proxies::delete_regional(&compute, "r1", "tp1", &mut changes)
         .await
         .unwrap();
-    region_target_https_proxies::delete(&compute, "r1", "tps1", &mut changes)
+    target_https_proxies::delete_regional(&compute, "r1", "tps1", &mut changes)
         .await
         .unwrap();
     let said: Vec<String> = changes.iter().map(ToString::to_string).collect();
@@ -541,14 +546,14 @@ async fn regional_certificates_are_inserted_once_and_rules_and_certificates_dele
         let cert = model::SslCertificate::new()
             .set_name(name)
             .set_certificate("PEM");
-        region_ssl_certificates::ensure(&compute, "r1", &cert, &mut changes)
+        ssl_certificates::ensure_regional(&compute, "r1", &cert, &mut changes)
             .await
             .unwrap();
     }
-    region_ssl_certificates::delete(&compute, "r1", "there", &mut changes)
+    ssl_certificates::delete_regional(&compute, "r1", "there", &mut changes)
         .await
         .unwrap();
-    region_forwarding_rules::delete(&compute, "r1", "fr1", &mut changes)
+    forwarding_rules::delete_regional(&compute, "r1", "fr1", &mut changes)
         .await
         .unwrap();
     let said: Vec<String> = changes.iter().map(ToString::to_string).collect();

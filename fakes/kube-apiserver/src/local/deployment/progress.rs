@@ -18,7 +18,7 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use super::super::deployment_util::{self as util, NEW_RS_AVAILABLE, TIMED_OUT};
-use super::{DeploymentError, DeploymentSync};
+use super::sync::{DeploymentError, DeploymentSync};
 
 /// `calculateStatus`: counts over every ReplicaSet and the Available condition.
 pub(super) fn calculate(

@@ -12,9 +12,8 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
 use super::super::deployment_util as util;
-use super::{
-    cleanup, new_replica_set, progress, split_new_and_old, DeploymentError, DeploymentSync,
-};
+use super::progress;
+use super::sync::{cleanup, new_replica_set, split_new_and_old, DeploymentError, DeploymentSync};
 
 /// `isScalingEvent`: an active ReplicaSet was last sized for another `spec.replicas`.
 pub(super) fn is_scaling_event(d: &Deployment, owned: &[ReplicaSet]) -> bool {

@@ -27,8 +27,8 @@ use futures::{Stream, StreamExt};
 use tokio::sync::watch;
 use tonic::{Code, Request, Response, Status, Streaming};
 
-use super::PodIdentity;
 use crate::local::annotations::PodControls;
+use crate::local::pod_identity::PodIdentity;
 
 /// Generated client and server of `gclb.echo.v1.Echo` (see `build.rs`).
 pub mod pb {

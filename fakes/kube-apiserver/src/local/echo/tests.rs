@@ -1,4 +1,6 @@
 use super::*;
+use std::net::Ipv4Addr;
+
 use crate::local::probe::http_get;
 
 fn identity(app: App) -> Arc<PodIdentity> {

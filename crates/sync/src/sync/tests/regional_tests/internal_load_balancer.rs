@@ -123,7 +123,7 @@ async fn an_internal_load_balancer_is_built_in_order_on_its_address_and_taken_do
     };
     let locks = BackendLocks::default();
     let mut changes = Changes::new();
-    let status = regional::sync_internal(
+    let status = regional_ingress::sync_internal(
         &compute,
         &locks,
         &namer,
@@ -191,7 +191,7 @@ async fn an_internal_load_balancer_is_built_in_order_on_its_address_and_taken_do
     recorded.0.lock().unwrap().clear();
     desired.frontend.https_forwarding_rule = None;
     desired.frontend.target_https_proxy = None;
-    regional::sync_internal(
+    regional_ingress::sync_internal(
         &compute,
         &locks,
         &namer,
@@ -222,7 +222,7 @@ async fn an_internal_load_balancer_is_built_in_order_on_its_address_and_taken_do
 
     // The whole frontend, users first.
     recorded.0.lock().unwrap().clear();
-    regional::delete_internal_frontend(&compute, "r1", &namer, &mut changes)
+    regional_ingress::delete_internal_frontend(&compute, "r1", &namer, &mut changes)
         .await
         .unwrap();
     assert_eq!(
@@ -277,7 +277,7 @@ async fn preconditions_need_a_proxy_only_subnet_and_warn_about_a_firewall_that_b
         .mount(&none)
         .await;
     let compute = compute_for(&none).await;
-    match regional::check_preconditions(&compute, &config, "r1", &[8080]).await {
+    match regional_ingress::check_preconditions(&compute, &config, "r1", &[8080]).await {
         Err(SyncError::NoProxyOnlySubnet {
             region, command, ..
         }) => {
@@ -307,9 +307,9 @@ async fn preconditions_need_a_proxy_only_subnet_and_warn_about_a_firewall_that_b
         .mount(&server)
         .await;
     let compute = compute_for(&server).await;
-    let admitted = regional::check_preconditions(&compute, &config, "r1", &[8080]).await;
+    let admitted = regional_ingress::check_preconditions(&compute, &config, "r1", &[8080]).await;
     assert_eq!(admitted.unwrap(), None);
-    let warning = regional::check_preconditions(&compute, &config, "r1", &[9090])
+    let warning = regional_ingress::check_preconditions(&compute, &config, "r1", &[9090])
         .await
         .unwrap()
         .expect("a warning");

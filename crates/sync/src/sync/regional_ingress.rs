@@ -20,9 +20,8 @@ use google_cloud_compute_v1::model;
 use super::gc::{delete_each, stale, Candidates, LiveSet};
 use super::ingress::{BackendLocks, FrontendStatus};
 use super::{
-    merge, network_endpoint_groups, own_changes, region_backend_services, region_forwarding_rules,
-    region_health_checks, region_ssl_certificates, region_target_http_proxies,
-    region_target_https_proxies, region_url_maps, Changes, SyncError,
+    backend_services, forwarding_rules, health_checks, merge, network_endpoint_groups, own_changes,
+    ssl_certificates, target_http_proxies, target_https_proxies, url_maps, Changes, SyncError,
 };
 use crate::compute::Compute;
 use crate::translate::namer::FrontendNamer;
@@ -76,7 +75,7 @@ pub async fn check_preconditions(
 /// Syncs the whole regional load balancer of one Ingress in `desired.region` and removes the
 /// frontend parts it no longer wants. `static_ip`: the reserved regional address both
 /// forwarding rules use (`kubernetes.io/ingress.regional-static-ip-name`, resolved by
-/// [`super::region_addresses::resolve`]); `None`: the HTTP rule's allocated address.
+/// [`super::addresses::resolve_regional`]); `None`: the HTTP rule's allocated address.
 pub async fn sync_internal(
     compute: &Compute,
     locks: &BackendLocks,
@@ -89,7 +88,7 @@ pub async fn sync_internal(
     let results = join_all(desired.backends.values().map(|backend| {
         own_changes!(c, {
             let hc = own_changes!(h, {
-                Box::pin(region_health_checks::ensure(
+                Box::pin(health_checks::ensure_regional(
                     compute,
                     region,
                     &backend.health_check,
@@ -107,7 +106,7 @@ pub async fn sync_internal(
             let (hc, negs) = futures::join!(hc, negs);
             merge(&mut c, std::iter::once(hc).chain(negs))?;
             let bs = own_changes!(b, {
-                Box::pin(region_backend_services::ensure(
+                Box::pin(backend_services::ensure_regional(
                     compute,
                     region,
                     &backend.backend_service,
@@ -132,27 +131,27 @@ pub async fn sync_internal(
 
     let f = &desired.frontend;
     if let Some(um) = &f.url_map {
-        Box::pin(region_url_maps::ensure(compute, region, um, changes)).await?;
+        Box::pin(url_maps::ensure_regional(compute, region, um, changes)).await?;
     }
     // The regional external class's HTTP-to-HTTPS redirect map, before the HTTP proxy that
     // points at it.
     if let Some(rm) = &f.redirect_url_map {
-        Box::pin(region_url_maps::ensure(compute, region, rm, changes)).await?;
+        Box::pin(url_maps::ensure_regional(compute, region, rm, changes)).await?;
     }
     for cert in &f.ssl_certificates {
-        Box::pin(region_ssl_certificates::ensure(
+        Box::pin(ssl_certificates::ensure_regional(
             compute, region, cert, changes,
         ))
         .await?;
     }
     if let Some(tp) = &f.target_http_proxy {
-        Box::pin(region_target_http_proxies::ensure(
+        Box::pin(target_http_proxies::ensure_regional(
             compute, region, tp, changes,
         ))
         .await?;
     }
     if let Some(ts) = &f.target_https_proxy {
-        Box::pin(region_target_https_proxies::ensure(
+        Box::pin(target_https_proxies::ensure_regional(
             compute, region, ts, changes,
         ))
         .await?;
@@ -169,7 +168,7 @@ pub async fn sync_internal(
     };
     let mut ip = None;
     if let Some(fr) = &f.http_forwarding_rule {
-        ip = Box::pin(region_forwarding_rules::ensure(
+        ip = Box::pin(forwarding_rules::ensure_regional(
             compute,
             region,
             &on_static_ip(fr),
@@ -182,7 +181,7 @@ pub async fn sync_internal(
         if ip.is_some() {
             fs.ip_address.clone_from(&ip);
         }
-        let https_ip = Box::pin(region_forwarding_rules::ensure(
+        let https_ip = Box::pin(forwarding_rules::ensure_regional(
             compute, region, &fs, changes,
         ))
         .await?;
@@ -191,14 +190,14 @@ pub async fn sync_internal(
 
     // Parts no longer wanted, users first.
     if f.http_forwarding_rule.is_none() {
-        Box::pin(region_forwarding_rules::delete(
+        Box::pin(forwarding_rules::delete_regional(
             compute,
             region,
             &namer.http_forwarding_rule(),
             changes,
         ))
         .await?;
-        Box::pin(region_target_http_proxies::delete(
+        Box::pin(target_http_proxies::delete_regional(
             compute,
             region,
             &namer.target_http_proxy(),
@@ -207,14 +206,14 @@ pub async fn sync_internal(
         .await?;
     }
     if f.https_forwarding_rule.is_none() {
-        Box::pin(region_forwarding_rules::delete(
+        Box::pin(forwarding_rules::delete_regional(
             compute,
             region,
             &namer.https_forwarding_rule(),
             changes,
         ))
         .await?;
-        Box::pin(region_target_https_proxies::delete(
+        Box::pin(target_https_proxies::delete_regional(
             compute,
             region,
             &namer.target_https_proxy(),
@@ -229,17 +228,17 @@ pub async fn sync_internal(
         && compute
             .get_region_url_map(region, &rm)
             .await
-            .map_err(|e| SyncError::compute(region_url_maps::KIND, &rm, e))?
+            .map_err(|e| SyncError::compute(url_maps::KIND, &rm, e))?
             .is_some();
     if unwanted_redirect {
-        Box::pin(region_url_maps::delete(compute, region, &rm, changes)).await?;
+        Box::pin(url_maps::delete_regional(compute, region, &rm, changes)).await?;
     }
     let keep: Vec<&str> = f
         .ssl_certificates
         .iter()
         .filter_map(|c| c.name.as_deref())
         .collect();
-    Box::pin(region_ssl_certificates::delete_stale(
+    Box::pin(ssl_certificates::delete_stale_regional(
         compute,
         region,
         &namer.ssl_certificate_prefix(),
@@ -262,19 +261,19 @@ pub async fn delete_internal_frontend(
     changes: &mut Changes,
 ) -> Result<(), SyncError> {
     for name in [namer.http_forwarding_rule(), namer.https_forwarding_rule()] {
-        Box::pin(region_forwarding_rules::delete(
+        Box::pin(forwarding_rules::delete_regional(
             compute, region, &name, changes,
         ))
         .await?;
     }
-    Box::pin(region_target_http_proxies::delete(
+    Box::pin(target_http_proxies::delete_regional(
         compute,
         region,
         &namer.target_http_proxy(),
         changes,
     ))
     .await?;
-    Box::pin(region_target_https_proxies::delete(
+    Box::pin(target_https_proxies::delete_regional(
         compute,
         region,
         &namer.target_https_proxy(),
@@ -282,9 +281,9 @@ pub async fn delete_internal_frontend(
     ))
     .await?;
     for name in [namer.url_map(), namer.redirect_url_map()] {
-        Box::pin(region_url_maps::delete(compute, region, &name, changes)).await?;
+        Box::pin(url_maps::delete_regional(compute, region, &name, changes)).await?;
     }
-    Box::pin(region_ssl_certificates::delete_stale(
+    Box::pin(ssl_certificates::delete_stale_regional(
         compute,
         region,
         &namer.ssl_certificate_prefix(),
@@ -292,35 +291,6 @@ pub async fn delete_internal_frontend(
         changes,
     ))
     .await
-}
-
-/// Health of a regional backend service for the `ingress.kubernetes.io/backends` annotation
-/// (as [`super::backend_services::health`]).
-pub async fn health(compute: &Compute, region: &str, name: &str) -> String {
-    let Ok(Some(bs)) = compute.get_region_backend_service(region, name).await else {
-        return "Unknown".to_string();
-    };
-    let mut last = None;
-    for group in bs.backends.iter().filter_map(|b| b.group.as_deref()) {
-        let Ok(health) = compute
-            .get_region_backend_service_health(region, name, group)
-            .await
-        else {
-            return "Unknown".to_string();
-        };
-        for state in health
-            .health_status
-            .iter()
-            .filter_map(|s| s.health_state.as_ref())
-        {
-            let state = state.name().unwrap_or("UNKNOWN").to_string();
-            if state == "HEALTHY" {
-                return state;
-            }
-            last = Some(state);
-        }
-    }
-    last.unwrap_or_else(|| "Unknown".to_string())
 }
 
 /// Lists the regional collections of `region` garbage collection looks at, all at once and
@@ -348,17 +318,13 @@ pub async fn list_regional_candidates(
         Box::pin(compute.list_region_health_checks(region)),
     );
     Ok(Candidates {
-        forwarding_rules: names(region_forwarding_rules::KIND, rules, |r| r.name.as_ref())?,
-        target_http_proxies: names(region_target_http_proxies::KIND, http, |p| p.name.as_ref())?,
-        target_https_proxies: names(region_target_https_proxies::KIND, https, |p| {
-            p.name.as_ref()
-        })?,
-        url_maps: names(region_url_maps::KIND, maps, |m: &model::UrlMap| {
-            m.name.as_ref()
-        })?,
-        ssl_certificates: names(region_ssl_certificates::KIND, certs, |c| c.name.as_ref())?,
-        backend_services: names(region_backend_services::KIND, services, |s| s.name.as_ref())?,
-        health_checks: names(region_health_checks::KIND, checks, |c| c.name.as_ref())?,
+        forwarding_rules: names(forwarding_rules::KIND, rules, |r| r.name.as_ref())?,
+        target_http_proxies: names(target_http_proxies::KIND, http, |p| p.name.as_ref())?,
+        target_https_proxies: names(target_https_proxies::KIND, https, |p| p.name.as_ref())?,
+        url_maps: names(url_maps::KIND, maps, |m: &model::UrlMap| m.name.as_ref())?,
+        ssl_certificates: names(ssl_certificates::KIND, certs, |c| c.name.as_ref())?,
+        backend_services: names(backend_services::KIND, services, |s| s.name.as_ref())?,
+        health_checks: names(health_checks::KIND, checks, |c| c.name.as_ref())?,
         ..Candidates::default()
     })
 }
@@ -379,72 +345,46 @@ pub async fn delete_regional_garbage(
     let c = candidates;
     // Each phase deletes at once through the global GC's `delete_each` (in-use skipped); the
     // futures are boxed, as in the sync graph, to keep the GC future small.
-    let names = stale(&c.forwarding_rules, |n| {
-        live.stale_frontend("fr", n) || live.stale_frontend("fs", n)
-    });
-    delete_each(names, changes, |name| async move {
-        let mut c = Changes::new();
-        let r = Box::pin(region_forwarding_rules::delete(
-            compute, region, &name, &mut c,
-        ))
-        .await;
-        (c, r)
-    })
-    .await?;
-    let names = stale(&c.target_http_proxies, |n| live.stale_frontend("tp", n));
-    delete_each(names, changes, |name| async move {
-        let mut c = Changes::new();
-        let r = Box::pin(region_target_http_proxies::delete(
-            compute, region, &name, &mut c,
-        ))
-        .await;
-        (c, r)
-    })
-    .await?;
-    let names = stale(&c.target_https_proxies, |n| live.stale_frontend("ts", n));
-    delete_each(names, changes, |name| async move {
-        let mut c = Changes::new();
-        let r = Box::pin(region_target_https_proxies::delete(
-            compute, region, &name, &mut c,
-        ))
-        .await;
-        (c, r)
-    })
-    .await?;
-    let names = stale(&c.url_maps, |n| {
-        live.stale_frontend("um", n) || live.stale_frontend("rm", n)
-    });
-    delete_each(names, changes, |name| async move {
-        let mut c = Changes::new();
-        let r = Box::pin(region_url_maps::delete(compute, region, &name, &mut c)).await;
-        (c, r)
-    })
-    .await?;
-    let names = stale(&c.ssl_certificates, |n| live.stale_certificate(n));
-    delete_each(names, changes, |name| async move {
-        let mut c = Changes::new();
-        let r = Box::pin(region_ssl_certificates::delete(
-            compute, region, &name, &mut c,
-        ))
-        .await;
-        (c, r)
-    })
-    .await?;
-    let names = stale(&c.backend_services, |n| live.stale_backend(n));
-    delete_each(names, changes, |name| async move {
-        let mut c = Changes::new();
-        let r = Box::pin(region_backend_services::delete(
-            compute, region, &name, &mut c,
-        ))
-        .await;
-        (c, r)
-    })
-    .await?;
-    let names = stale(&c.health_checks, |n| live.stale_backend(n));
-    delete_each(names, changes, |name| async move {
-        let mut c = Changes::new();
-        let r = Box::pin(region_health_checks::delete(compute, region, &name, &mut c)).await;
-        (c, r)
-    })
-    .await
+    macro_rules! phase {
+        ($names:expr, $delete:path) => {
+            delete_each($names, changes, |name| async move {
+                let mut c = Changes::new();
+                let r = Box::pin($delete(compute, region, &name, &mut c)).await;
+                (c, r)
+            })
+            .await
+        };
+    }
+    phase!(
+        stale(&c.forwarding_rules, |n| {
+            live.stale_frontend("fr", n) || live.stale_frontend("fs", n)
+        }),
+        forwarding_rules::delete_regional
+    )?;
+    phase!(
+        stale(&c.target_http_proxies, |n| live.stale_frontend("tp", n)),
+        target_http_proxies::delete_regional
+    )?;
+    phase!(
+        stale(&c.target_https_proxies, |n| live.stale_frontend("ts", n)),
+        target_https_proxies::delete_regional
+    )?;
+    phase!(
+        stale(&c.url_maps, |n| {
+            live.stale_frontend("um", n) || live.stale_frontend("rm", n)
+        }),
+        url_maps::delete_regional
+    )?;
+    phase!(
+        stale(&c.ssl_certificates, |n| live.stale_certificate(n)),
+        ssl_certificates::delete_regional
+    )?;
+    phase!(
+        stale(&c.backend_services, |n| live.stale_backend(n)),
+        backend_services::delete_regional
+    )?;
+    phase!(
+        stale(&c.health_checks, |n| live.stale_backend(n)),
+        health_checks::delete_regional
+    )
 }
