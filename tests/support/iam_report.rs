@@ -23,6 +23,7 @@ pub const UNREACHED: &[(&str, &str)] = &[
     ("compute.regionTargetHttpsProxies.setUrlMap", SET_URL_MAP),
     ("compute.regionTargetHttpProxies.setUrlMap", "a regional HTTP proxy moves to another URL map only when FrontendConfig redirectToHttps is turned on or off on class gce-regional-external (the redirect map), which no scenario does (the global twin, targetHttpProxies.setUrlMap, is proven in features/update)"),
     ("compute.targetTcpProxies.update", "setBackendService of a TLS Passthrough port's proxy, whose `service` is a fixed placeholder without backends (routing is by the Network Services tlsRoute: src/gateway/ports.rs); moving the TLSRoute to another Service (gateway/update) changes the tlsRoute, so only drift takes this path"),
+    ("networkservices.operations.get", "the emulator answers every Network Services write with a google.longrunning Operation already done (fakes/gce-emulator/src/emulator/network_services.rs), so the operator's wait (src/gateway/network_services.rs) never polls one; on Google, where a TLSRoute write takes seconds, it does"),
     ("compute.subnetworks.use", "needed when a request names a subnetwork by path (a Shared VPC's NEGs, tests/resync_and_xpn_e2e.rs); the scenarios' requests name none"),
 ];
 
@@ -45,7 +46,8 @@ pub fn verdicts(report: &str) -> BTreeMap<&str, &str> {
         .lines()
         .filter_map(|l| {
             let cols: Vec<&str> = l
-                .strip_prefix("| compute.")
+                .strip_prefix("| ")
+                .filter(|r| r.starts_with("compute.") || r.starts_with("networkservices."))
                 .map(|_| l.split(" | ").collect())?;
             let p = cols.first()?.trim_start_matches("| ");
             let proof = cols.get(2)?.trim_end_matches(" |");
@@ -159,9 +161,13 @@ pub fn rows_of(report: &str) -> BTreeMap<String, Row> {
     report
         .lines()
         .filter_map(|l| {
-            let rest = l.strip_prefix("| compute.")?;
+            // A permission's row: `| service.resource.verb | ...` (compute.*, networkservices.*).
+            let rest = l.strip_prefix("| ")?;
             let mut cols = rest.splitn(3, " | ");
-            let p = format!("compute.{}", cols.next()?);
+            let p = cols.next()?.to_string();
+            if !(p.starts_with("compute.") || p.starts_with("networkservices.")) {
+                return None;
+            }
             let ex = cols.next()?;
             let proof = cols.next()?.trim_end_matches('|').trim_end().to_string();
             let exercised = match ex {
