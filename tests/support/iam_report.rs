@@ -37,6 +37,7 @@ pub const TIMING: &[(&str, &str)] = &[
     ("compute.targetSslProxies.setBackendService", "a TLS Terminate port's proxy is re-pointed only when a later pass of the Gateway loop finds its TLSRoute's backend after an earlier pass built the proxy without it (seen in some runs of gateway/update), which depends on timing; moving the route to another Service made the loop rebuild the proxy in some runs"),
     ("compute.targetSslProxies.setSslCertificates", "gateway/update switches the TLS Terminate listener's certificate: the Gateway loop sets the target SSL proxy's certificates in some runs and rebuilds the proxy (delete, insert with the new certificate) in others, depending on which objects a pass has seen (a full run saw gateway/update check it with the whole role, then complete without it, the proxy rebuilt)"),
     ("compute.urlMaps.get", "the Gateway loop reads a URL map only when a later pass changes what an earlier pass of the same apply built (routes seen after their Gateway), which depends on timing"),
+    ("networkservices.tlsRoutes.update", "gateway/update moves the TLS Passthrough route to another Service: the Gateway loop patches the tlsRoute in some runs (a full run: refused without it in gateway/update) and deletes and creates it in others (a make test run: tlsRoutes.create and .delete in gateway/update, no patch), depending on which objects a pass has seen"),
 ];
 
 /// permission -> verdict of each row of a report: `refused` (proven), `exercised` (checked,

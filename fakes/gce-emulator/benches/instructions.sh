@@ -12,8 +12,8 @@
 # 2. builds run.sh's load balancer (lb.sh) and, with FEATURES=1 (default), one backend service
 #    per edge feature (lb.sh lb_features: Cloud Armor CEL rules, the CRS WAF, CDN hit, CDN
 #    miss, IAP with a session, request logging at sample rate 1); starts the nginx peer of
-#    proxy-compare.sh (same configuration, one process) under callgrind on 127.0.0.1:18181 and
-#    :18443 (TLS) when nginx is installed and PEER is not 0;
+#    proxy-compare.sh (same configuration, one process) under callgrind on two ports the kernel picks (HTTP and
+#    TLS) when nginx is installed and PEER is not 0;
 # 3. per row, after a warm-up: counts instructions over a load run of SECS and one of 2 x SECS
 #    seconds (CONNS keep-alive connections each, default 16; wrk, else loadgen.py);
 #    instructions per request = the difference of the counts over the difference of the
@@ -91,13 +91,16 @@ start_emulator
 # The nginx peer, configured as in proxy-compare.sh (keep-alive upstream, Host routing), as one
 # process (master_process off) so callgrind sees the worker.
 if [[ $PEER == 1 ]]; then
-  (exec 3<>/dev/tcp/127.0.0.1/18181) 2>/dev/null && { echo "instructions.sh: 127.0.0.1:18181 is in use" >&2; exit 2; }
+  # Ports the kernel picks (as load.sh does for its backend): a fixed pair collided with
+  # whatever else held it while `make test` ran its tests side by side.
+  free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+  NG_HTTP=$(free_port) NG_HTTPS=$(free_port)
   { ngx_head nginx "master_process off; "; cat <<EOF
   upstream shop { server 127.0.0.1:$BACKEND_PORT; keepalive 512; keepalive_requests 1000000; }
   proxy_http_version 1.1; proxy_set_header Connection "";
   ssl_certificate $T/cert.pem; ssl_certificate_key $T/key.pem;
-  server { listen 127.0.0.1:18181 default_server; listen 127.0.0.1:18443 ssl default_server; return 404; }
-  server { listen 127.0.0.1:18181; listen 127.0.0.1:18443 ssl; server_name shop.example;
+  server { listen 127.0.0.1:$NG_HTTP default_server; listen 127.0.0.1:$NG_HTTPS ssl default_server; return 404; }
+  server { listen 127.0.0.1:$NG_HTTP; listen 127.0.0.1:$NG_HTTPS ssl; server_name shop.example;
            location / { proxy_pass http://shop; } }
 }
 EOF
@@ -105,7 +108,7 @@ EOF
   valgrind -q --tool=callgrind --instr-atstart=no --callgrind-out-file="$T/cg.%p" \
     nginx -p "$T/nginx" -c "$T/nginx.conf" -e "$T/nginx/error.log" >"$T/nginx.log" 2>&1 &
   NG_PID=$!
-  for _ in {1..300}; do (exec 3<>/dev/tcp/127.0.0.1/18181) 2>/dev/null && break; sleep 0.1; done
+  for _ in {1..300}; do (exec 3<>/dev/tcp/127.0.0.1/$NG_HTTP) 2>/dev/null && break; sleep 0.1; done
   callgrind_control -i on "$NG_PID" >/dev/null
 fi
 
@@ -187,8 +190,8 @@ if [[ $FEATURES == 1 ]]; then
   row "emulator http, request logging (sampleRate 1)" "$EMU_PID" "http://$HTTP/" log.example
 fi
 if [[ $PEER == 1 ]]; then
-  row "nginx http keep-alive" "$NG_PID" "http://127.0.0.1:18181/"
-  row "nginx https keep-alive" "$NG_PID" "https://127.0.0.1:18443/"
+  row "nginx http keep-alive" "$NG_PID" "http://127.0.0.1:$NG_HTTP/"
+  row "nginx https keep-alive" "$NG_PID" "https://127.0.0.1:$NG_HTTPS/"
 fi
 if [[ $FEATURES == 1 ]]; then
   # Firewall enforcement's price: the same plain row on an emulator that does not enforce.
