@@ -41,6 +41,7 @@ pub mod network;
 pub mod open_files;
 pub mod operations;
 pub mod options;
+pub mod project_number;
 pub mod resources;
 pub mod schema;
 pub mod slow_cloud;

@@ -53,12 +53,9 @@ pub const CRATES: &[CrateSpec] = &[
                 "logging_api",
                 "state_file",
             ],
-            // the Compute API's control plane (requests, operations, one module per collection)
-            // and the data plane it publishes to. The data plane shares the layer for now: it
-            // reads project numbers from resources::projects (issue 46's data-plane part moves
-            // that lookup below both).
+            // the Compute API's control plane: requests, operations, and resources/mod.rs, which
+            // dispatches a request to its collection.
             &[
-                "dataplane",
                 "emulator",
                 "explain_cli",
                 "methods",
@@ -98,6 +95,10 @@ pub const CRATES: &[CrateSpec] = &[
             // what every collection shares: the table of collections, and `Prepare` with the
             // references it resolves.
             &["resources::collections", "resources::references"],
+            // the data plane the control plane publishes snapshots to: serving core on top of the
+            // features on top of the shared request/response types, as the data plane's own
+            // modules say (it reads no collection: project numbers come from `project_number`).
+            &["dataplane"],
             // the models the control plane keeps.
             &[
                 "addresses",
@@ -124,6 +125,7 @@ pub const CRATES: &[CrateSpec] = &[
                 "metadata",
                 "metrics",
                 "open_files",
+                "project_number",
                 "schema",
                 "snapshot",
                 "tokens",

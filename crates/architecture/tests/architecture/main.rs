@@ -14,26 +14,7 @@ use std::sync::OnceLock;
 use gclb_architecture::{check_crate, sizes, workspace_root, AllowedCircle, Findings};
 
 /// Known circles. A circle found passes when all its files are among one entry's files.
-const ALLOWED_CIRCLES: &[AllowedCircle] = &[
-    AllowedCircle {
-        why: "issue 46, the data plane's part: shared request/response types at the bottom, features \
-              above them, the proxy on top (DESIGN.md); the features are untied (issue 45's \
-              work), the serving core below is not yet: mod.rs, compile, listener, serve, quic, \
-              proxy and tls_route still call each other, and logging/entry.rs reads its parent's LogConfig",
-        files: &[
-            "fakes/gce-emulator/src/dataplane/mod.rs",
-            "fakes/gce-emulator/src/dataplane/compile.rs",
-            "fakes/gce-emulator/src/dataplane/listener.rs",
-            "fakes/gce-emulator/src/dataplane/logging/mod.rs",
-            "fakes/gce-emulator/src/dataplane/logging/entry.rs",
-            "fakes/gce-emulator/src/dataplane/proxy.rs",
-            "fakes/gce-emulator/src/dataplane/proxy/edge.rs",
-            "fakes/gce-emulator/src/dataplane/quic.rs",
-            "fakes/gce-emulator/src/dataplane/serve.rs",
-            "fakes/gce-emulator/src/dataplane/tls_route.rs",
-        ],
-    },
-];
+const ALLOWED_CIRCLES: &[AllowedCircle] = &[];
 
 /// Hand-written files over the limit that this issue does not split, each with its reason.
 const ALLOWED_LONG_FILES: &[(&str, &str)] = &[];

@@ -27,10 +27,12 @@ pub mod health;
 pub mod iap;
 pub mod internal;
 pub mod listener;
+pub mod listener_info;
 pub mod logging;
 pub mod metrics;
 pub mod mirror;
 pub mod proxy;
+pub mod proxy_context;
 pub mod quic;
 pub mod request_checks;
 pub mod serve;
@@ -59,8 +61,9 @@ use crate::snapshot::{ResourceKey, Snapshot};
 use self::compile::Carry;
 use self::health::HealthChecker;
 use self::listener::{Listener, Serving};
+pub use self::listener_info::ListenerInfo;
 use self::metrics::Metrics;
-use self::proxy::ProxyContext;
+use self::proxy_context::ProxyContext;
 
 /// Default limit of concurrent client connections over all listeners.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 50_000;
@@ -83,20 +86,6 @@ pub struct DataPlaneConfig {
     /// Time a client connection has to send a request's headers, which is also its keep-alive
     /// idle time (`--header-read-timeout-sec`); `None` is [`listener::HEADER_READ_TIMEOUT`].
     pub header_read_timeout: Option<std::time::Duration>,
-}
-
-/// The effective socket of one forwarding rule, for `GET /_emulator/listeners`.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListenerInfo {
-    /// The forwarding rule (global or regional).
-    pub forwarding_rule: ResourceKey,
-    /// The rule's `IPAddress`.
-    pub ip_address: String,
-    /// The rule's port (from `portRange`).
-    pub port: u16,
-    /// The socket actually bound (differs in port when a port map applies).
-    pub local_addr: SocketAddr,
 }
 
 struct Shared {

@@ -21,20 +21,18 @@ use http::{Request, Response, StatusCode, Uri};
 use http_body_util::Either;
 use hyper::body::Incoming;
 
-use crate::dataplane::access_log::{AccessLog, AccessRecord, StatusDetails};
+use crate::dataplane::access_log::{AccessRecord, StatusDetails};
 use crate::dataplane::backend_service::{
     affinity_cookie_value, BackendProtocol, BackendService, Endpoint, SessionAffinity,
 };
-use crate::dataplane::coarse_timer::CoarseTimer;
 use crate::dataplane::compile::Frontend;
 use crate::dataplane::grpc;
+use crate::dataplane::logging;
 use crate::dataplane::mirror;
 use crate::dataplane::request_checks;
-use crate::dataplane::upstream::Upstream;
 use crate::dataplane::url_map::{
     normalize_path, redirect_location, rewrite_path, RequestView, RouteAction,
 };
-use crate::dataplane::{armor, cdn, iap, logging};
 
 mod edge;
 mod headers;
@@ -46,6 +44,7 @@ use headers::{
 };
 
 pub use crate::dataplane::exchange::{local, Body, ConnInfo};
+pub use crate::dataplane::proxy_context::ProxyContext;
 
 /// One client connection as the proxy serves it: what features see of it ([`ConnInfo`]) and the
 /// frontend slot of its listener, read per request so that changes apply live.
@@ -55,25 +54,6 @@ pub struct Connection {
     pub info: ConnInfo,
     /// The frontend slot of the listener.
     pub frontend: Arc<ArcSwapOption<Frontend>>,
-}
-
-/// Shared by every request.
-#[derive(Debug)]
-pub struct ProxyContext {
-    /// Upstream pools.
-    pub upstream: Upstream,
-    /// Access log, when configured.
-    pub access_log: Option<AccessLog>,
-    /// Per-request deadlines (`timeoutSec`, hyper's header read timeout).
-    pub timer: CoarseTimer,
-    /// Cloud Armor state (rate-limit counters, region map).
-    pub armor: Arc<armor::State>,
-    /// Request logs (`logConfig`), read through the Cloud Logging API.
-    pub logs: Arc<logging::Store>,
-    /// The Cloud CDN cache.
-    pub cdn: Arc<cdn::store::Store>,
-    /// IAP's key and allowed identities.
-    pub iap: Arc<iap::State>,
 }
 
 /// An answer of the load balancer itself, as Google's error page (request_checks.rs), with its

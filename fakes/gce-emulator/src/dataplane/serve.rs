@@ -12,7 +12,8 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::dataplane::head_tap::{AmbiguousFraming, HeadVerdicts};
-use crate::dataplane::proxy::{self, Connection, ProxyContext};
+use crate::dataplane::proxy::{self, Connection};
+use crate::dataplane::proxy_context::ProxyContext;
 
 /// Largest request header block accepted (64 KiB, Google's proxies allow about the same).
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;

@@ -31,8 +31,8 @@ use tokio::net::{TcpSocket, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 use crate::dataplane::backend_service::BackendService;
+use crate::dataplane::listener_info::ListenerInfo;
 use crate::dataplane::tls::TLS_HANDSHAKE_TIMEOUT;
-use crate::dataplane::ListenerInfo;
 use crate::snapshot::{key_from_url, ResourceKey, Snapshot};
 
 /// First port of a `portRange` such as `"80-80"` or `"443"`.

@@ -15,16 +15,7 @@ use crate::resources::collections::name_of;
 use crate::resources::default_network;
 use crate::store::State;
 
-/// The project number the emulator gives `project` (stable: derived from its id).
-pub fn number(project: &str) -> u64 {
-    // FNV-1a over the id, folded into 12 decimal digits like real project numbers.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in project.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    100_000_000_000 + h % 900_000_000_000
-}
+pub use crate::project_number::number;
 
 /// The Compute Engine default service account of `project`
 /// (`{number}-compute@developer.gserviceaccount.com`), what `"email": "default"` stands for.

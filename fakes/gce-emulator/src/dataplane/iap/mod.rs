@@ -69,7 +69,7 @@ impl Iap {
             service: key.to_string(),
             audience: format!(
                 "/projects/{}/global/backendServices/{id}",
-                crate::resources::projects::number(project)
+                crate::project_number::number(project)
             ),
         })
     }

@@ -17,7 +17,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::LogConfig;
+use super::config::LogConfig;
 use crate::dataplane::access_log::AccessRecord;
 
 fn name_of(key: &str) -> &str {
@@ -86,7 +86,7 @@ pub fn log_entry(src: &Source<'_>, rec: &AccessRecord, seq: u64) -> Value {
         "backendTargetProjectNumber".into(),
         json!(format!(
             "projects/{}",
-            crate::resources::projects::number(project)
+            crate::project_number::number(project)
         )),
     );
     payload.insert("remoteIp".into(), h["remoteIp"].clone());

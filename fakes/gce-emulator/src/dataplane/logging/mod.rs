@@ -12,8 +12,10 @@
 //!   emulator knows are `tls.protocol`, `tls.earlyDataRequest` and `tls.cipher` (only
 //!   `tls.protocol` has a value locally).
 //!
-//! The entry's shape is in [`entry`]; the filter language in [`filter`].
+//! The backend service's `logConfig` is read in [`config`]; the entry's shape is in [`entry`];
+//! the filter language in [`filter`].
 
+pub mod config;
 pub mod entry;
 pub mod filter;
 
@@ -24,72 +26,13 @@ use std::sync::Mutex;
 use http::Request;
 use serde_json::Value;
 
+pub use self::config::{LogConfig, Optional};
 pub use self::entry::Source;
 use crate::dataplane::access_log::AccessRecord;
 use crate::dataplane::exchange::ConnInfo;
 
 /// Entries kept; older ones are dropped first.
 pub const MAX_ENTRIES: usize = 100_000;
-
-/// Which optional fields entries carry (`logConfig.optionalMode`).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Optional {
-    /// `EXCLUDE_ALL_OPTIONAL`.
-    None,
-    /// `INCLUDE_ALL_OPTIONAL`.
-    All,
-    /// `CUSTOM` with `optionalFields`.
-    Custom(Vec<String>),
-}
-
-/// A backend service's `logConfig`, when logging is enabled.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LogConfig {
-    /// `sampleRate`.
-    pub sample_rate: f64,
-    /// `optionalMode`.
-    pub optional: Optional,
-}
-
-impl LogConfig {
-    /// `None` unless `logConfig.enable` is true.
-    pub fn compile(v: &Value) -> Option<LogConfig> {
-        let lc = v.get("logConfig")?;
-        if lc.get("enable").and_then(Value::as_bool) != Some(true) {
-            return None;
-        }
-        let optional = match lc.get("optionalMode").and_then(Value::as_str) {
-            Some("INCLUDE_ALL_OPTIONAL") => Optional::All,
-            Some("CUSTOM") => Optional::Custom(
-                lc.get("optionalFields")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect(),
-            ),
-            _ => Optional::None,
-        };
-        Some(LogConfig {
-            sample_rate: lc
-                .get("sampleRate")
-                .and_then(Value::as_f64)
-                .unwrap_or(1.0)
-                .clamp(0.0, 1.0),
-            optional,
-        })
-    }
-
-    /// Whether an optional field is logged.
-    pub fn includes(&self, field: &str) -> bool {
-        match &self.optional {
-            Optional::None => false,
-            Optional::All => true,
-            Optional::Custom(f) => f.iter().any(|x| x == field),
-        }
-    }
-}
 
 /// Draws the sample for one request: when it is in, the request gets a record (if it has none
 /// yet) marked for Cloud Logging.

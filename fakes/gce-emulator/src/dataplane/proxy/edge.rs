@@ -13,10 +13,10 @@ use http::header::{HeaderName, HeaderValue};
 use http::{Request, Response};
 use hyper::body::Incoming;
 
-use super::ProxyContext;
 use crate::dataplane::access_log::AccessRecord;
 use crate::dataplane::backend_service::BackendService;
 use crate::dataplane::exchange::{Body, ConnInfo};
+use crate::dataplane::proxy_context::ProxyContext;
 use crate::dataplane::{armor, cdn, iap, logging};
 
 /// Request facts the edge steps read besides the request itself.
