@@ -351,8 +351,9 @@ fn takeover_without(p: &str) -> Result<String> {
     anyhow::ensure!(refused == [p], "without {p}, refused: {refused:?}");
     Ok(event)
 }
-/// Takeover under exactly the role (`v1`: GKE's v1 frontend names, else v2): passes, checks nothing outside the role
-/// and nothing the permission report lists as reached by no scenario.
+
+/// Takeover under exactly the role (`v1`: GKE's v1 frontend names, else v2): passes, checks
+/// nothing outside the role and nothing the permission report lists as reached by no scenario.
 fn takeover_under_the_role(v1: bool) -> Result<()> {
     let used = takeover_under(&[under_test()], v1)?;
     let role: BTreeSet<String> = role_permissions()?.into_iter().collect();
