@@ -12,6 +12,8 @@ const BY_IP: &str = "Google checks it when a forwarding rule takes a reserved ad
 const SET_TARGET: &str = "re-pointing an existing forwarding rule at another proxy: a rule's target proxy is named after the rule's Ingress and port and never changes, so only drift (someone re-pointing the rule behind the operator's back) takes this path; the update phases change what the proxies hold, not which proxy a rule uses";
 const SET_URL_MAP: &str = "an HTTPS proxy's URL map is named after its Ingress and never changes (the update phases change the map's content: urlMaps.update), so only drift takes this path";
 
+const NEG_ENDPOINTS: &str = "checked by networkEndpointGroups.listNetworkEndpoints (its Compute API reference page lists compute.networkEndpointGroups.get; deploy/iam/method-permissions.yaml), which the operator calls only for a NEG whose endpoints its state cache does not hold or holds stale: one it did not create, or after an operator restart (the clean-up after a leak restarts it), so here it depends on timing; takeover, which reads GKE's NEGs so, checks it every time and is refused without it with a PermissionDenied Event naming it (tests/iam_role_exact_e2e.rs, takeover_without_a_permission_it_needs_is_refused_with_an_event)";
+
 /// Permissions of the role no scenario exercises, and why (the report's last column).
 pub const UNREACHED: &[(&str, &str)] = &[
     ("compute.addresses.use", BY_IP),
@@ -33,7 +35,7 @@ pub const TIMING: &[(&str, &str)] = &[
     ("compute.healthChecks.get", REFETCH),
     ("compute.targetHttpProxies.get", REFETCH),
     ("compute.targetHttpsProxies.get", REFETCH),
-    ("compute.networkEndpointGroups.get", REFETCH),
+    ("compute.networkEndpointGroups.get", NEG_ENDPOINTS),
     ("compute.targetSslProxies.setBackendService", "a TLS Terminate port's proxy is re-pointed only when a later pass of the Gateway loop finds its TLSRoute's backend after an earlier pass built the proxy without it (seen in some runs of gateway/update), which depends on timing; moving the route to another Service made the loop rebuild the proxy in some runs"),
     ("compute.targetSslProxies.setSslCertificates", "gateway/update switches the TLS Terminate listener's certificate: the Gateway loop sets the target SSL proxy's certificates in some runs and rebuilds the proxy (delete, insert with the new certificate) in others, depending on which objects a pass has seen (a full run saw gateway/update check it with the whole role, then complete without it, the proxy rebuilt)"),
     ("compute.urlMaps.get", "the Gateway loop reads a URL map only when a later pass changes what an earlier pass of the same apply built (routes seen after their Gateway), which depends on timing"),

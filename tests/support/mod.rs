@@ -8,6 +8,7 @@
 
 pub mod compute;
 pub mod fanout;
+pub mod gke_prebuilt;
 pub mod iam;
 pub mod kubectl;
 pub mod load;
