@@ -103,12 +103,22 @@ iam-role:
 ## deploy/iam/permission-report.md (IAM_REPORT_WRITE=1 rewrites it). `make test` runs the
 ## scenarios and a few removals only; this runs them all (nextest profile iam-report: no
 ## 10-minute deadline). Each scenario is created, updated (tests/support/iam_updates.rs) and
-## deleted. To split the run over two processes, run this twice side by side with
-## IAM_REPORT_SHARD=0/2 and 1/2 and one fresh IAM_REPORT_SHARD_DIR (the last writes the report).
+## deleted. The run is split over IAM_REPORT_SHARDS processes side by side (default 2; each its
+## own stack, removing the permissions at its positions modulo N: IAM_REPORT_SHARD=I/N), which
+## share one fresh IAM_REPORT_SHARD_DIR; the last to finish writes the report. Each shard's
+## output is printed when all are done.
 IAM_REPORT_WRITE ?= 0
+IAM_REPORT_SHARDS ?= 2
 iam-report: build
-	IAM_REPORT=full IAM_REPORT_WRITE=$(IAM_REPORT_WRITE) $(CARGO) nextest run --profile iam-report \
-	  --no-capture --test iam_permission_report_e2e
+	@d=$$(mktemp -d); pids=; \
+	for i in $$(seq 0 $$(($(IAM_REPORT_SHARDS) - 1))); do \
+	  IAM_REPORT=full IAM_REPORT_WRITE=$(IAM_REPORT_WRITE) IAM_REPORT_SHARD=$$i/$(IAM_REPORT_SHARDS) \
+	  IAM_REPORT_SHARD_DIR=$$d/shards $(CARGO) nextest run --profile iam-report \
+	    --no-capture --test iam_permission_report_e2e > $$d/shard-$$i.log 2>&1 & pids="$$pids $$!"; \
+	done; \
+	status=0; for p in $$pids; do wait $$p || status=1; done; \
+	for i in $$(seq 0 $$(($(IAM_REPORT_SHARDS) - 1))); do echo "== shard $$i/$(IAM_REPORT_SHARDS)"; cat $$d/shard-$$i.log; done; \
+	rm -rf $$d; exit $$status
 
 ## Benchmarks: emulator control plane throughput, the data plane against nginx and haproxy, and
 ## the operator's control plane (bench-control-plane) and its memory with many Pods and Secrets

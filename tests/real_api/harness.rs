@@ -157,6 +157,24 @@ fn wait_ready(
     }
 }
 
+/// The `--feature-gates` a current cluster runs with that this server has off by default:
+/// CEL validation of CRDs (`x-kubernetes-validations`, `CustomResourceValidationExpressions`:
+/// alpha and off in v1.23-v1.24, beta and on from v1.25, GA in v1.29, then removed). Off, the
+/// server drops the rules from the CRDs it stores, so an unchanged re-apply of `crds/` reports
+/// `configured` and the rules never run; the gate is passed only when this binary's `--help`
+/// lists it with `default=false` (a server without the gate refuses the flag).
+fn modern_feature_gates(apiserver: &Path) -> Result<Option<String>> {
+    let help = Command::new(apiserver)
+        .arg("--help")
+        .output()
+        .context("kube-apiserver --help")?;
+    let text = String::from_utf8_lossy(&help.stdout);
+    let off = text.lines().any(|l| {
+        l.contains("CustomResourceValidationExpressions=true|false") && l.contains("default=false")
+    });
+    Ok(off.then(|| "--feature-gates=CustomResourceValidationExpressions=true".to_string()))
+}
+
 fn http_client(ca_pem: &str) -> Result<reqwest::blocking::Client> {
     Ok(reqwest::blocking::Client::builder()
         .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes())?)
@@ -217,7 +235,9 @@ impl RealApi {
         let url = format!("https://127.0.0.1:{port}");
         let sa_key = d.join("sa.key");
         let log = d.join("kube-apiserver.log");
+        let gates = modern_feature_gates(&assets.join("kube-apiserver"))?;
         let mut apiserver = Command::new(assets.join("kube-apiserver"))
+            .args(gates)
             .arg(format!("--etcd-servers=http://127.0.0.1:{client_port}"))
             .arg("--bind-address=127.0.0.1")
             .arg("--advertise-address=127.0.0.1")

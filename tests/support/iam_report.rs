@@ -25,7 +25,6 @@ pub const UNREACHED: &[(&str, &str)] = &[
     ("compute.regionTargetHttpsProxies.setUrlMap", SET_URL_MAP),
     ("compute.regionTargetHttpProxies.setUrlMap", "a regional HTTP proxy moves to another URL map only when FrontendConfig redirectToHttps is turned on or off on class gce-regional-external (the redirect map), which no scenario does (the global twin, targetHttpProxies.setUrlMap, is proven in features/update)"),
     ("compute.targetTcpProxies.update", "setBackendService of a TLS Passthrough port's proxy, whose `service` is a fixed placeholder without backends (routing is by the Network Services tlsRoute: src/gateway/ports.rs); moving the TLSRoute to another Service (gateway/update) changes the tlsRoute, so only drift takes this path"),
-    ("networkservices.operations.get", "the emulator answers every Network Services write with a google.longrunning Operation already done (fakes/gce-emulator/src/emulator/network_services.rs), so the operator's wait (src/gateway/network_services.rs) never polls one; on Google, where a TLSRoute write takes seconds, it does"),
     ("compute.subnetworks.use", "needed when a request names a subnetwork by path (a Shared VPC's NEGs, tests/resync_and_xpn_e2e.rs); the scenarios' requests name none"),
 ];
 

@@ -5,9 +5,11 @@
 //! http://127.0.0.1:PORT/networkservices/`, or the Rust client
 //! `google-cloud-networkservices-v1` built `.with_endpoint("http://127.0.0.1:PORT/networkservices")`.
 //!
-//! Mutations return a `google.longrunning.Operation` that is already `done`, with the resource
-//! (or `google.protobuf.Empty` for a delete) as its `response`, and `OperationMetadata` as
-//! the API documents it; `--operation-latency-ms` applies to Compute Operations only.
+//! Mutations are applied at once and answer a `google.longrunning.Operation` that is not yet
+//! `done` (no `response`, no `endTime`), as Google's do (a TLSRoute write takes seconds there,
+//! so clients poll `operations.get`); the first `operations.get` answers it `done`, with the
+//! resource (or `google.protobuf.Empty` for a delete) as its `response` and `OperationMetadata`
+//! as the API documents it. `--operation-latency-ms` applies to Compute Operations only.
 //! Validation is `resources::tls_routes`; the routes live in the same store as the Compute
 //! resources, so the data plane sees them in its snapshots and a backend service or target TCP
 //! proxy a route uses cannot be deleted (400 `resourceInUseByAnotherResource`).
@@ -324,8 +326,8 @@ impl Emulator {
     }
 
     /// Runs `f` under the state lock; `Some(resource)` stores it under `key`, `None` deletes
-    /// `key`. Commits like a Compute mutation (version, snapshot, state file) and returns a done
-    /// Operation.
+    /// `key`. Commits like a Compute mutation (version, snapshot, state file) and returns the
+    /// Operation as running ([`running`]); `operations.get` answers the stored, done one.
     async fn commit_tls_route(
         self: &Arc<Self>,
         project: &str,
@@ -374,16 +376,31 @@ impl Emulator {
                 "done": true,
                 "response": response,
             });
+            let answer = running(&op);
             self.ns_operations
                 .lock()
                 .expect("poisoned")
-                .insert(name, op.clone());
+                .insert(name, op);
             tracing::info!(target = %key, verb, "committed");
-            (op, state.version)
+            (answer, state.version)
         };
         self.wait_persisted(version).await;
         Ok(op)
     }
+}
+
+/// The Operation `done` as the mutation's first answer: not done, without `response` or
+/// `metadata.endTime` (google.longrunning.Operation: `response` is set only when `done`).
+fn running(done: &Value) -> Value {
+    let mut op = done.clone();
+    op["done"] = json!(false);
+    if let Some(o) = op.as_object_mut() {
+        o.remove("response");
+    }
+    if let Some(m) = op["metadata"].as_object_mut() {
+        m.remove("endTime");
+    }
+    op
 }
 
 /// `sni_host` -> `sniHost` (update masks may use either form).
@@ -406,6 +423,22 @@ fn snake_to_camel(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_answer_is_the_operation_running_without_its_response() {
+        let done = json!({
+            "name": "projects/p/locations/global/operations/operation-1",
+            "metadata": {"createTime": "t0", "endTime": "t0", "verb": "create"},
+            "done": true,
+            "response": {"name": "r"},
+        });
+        let first = running(&done);
+        assert_eq!(first["done"], json!(false));
+        assert!(first.get("response").is_none());
+        assert!(first["metadata"].get("endTime").is_none());
+        assert_eq!(first["metadata"]["createTime"], json!("t0"));
+        assert_eq!(first["name"], done["name"]);
+    }
 
     #[test]
     fn masks_in_either_case() {
