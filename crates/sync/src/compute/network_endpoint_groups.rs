@@ -34,7 +34,9 @@ impl Compute {
         }
     }
 
-    /// `compute.networkEndpointGroups.insert` in `zone`, waiting for the zonal Operation.
+    /// `compute.networkEndpointGroups.insert` in `zone`, waiting for the zonal Operation; the
+    /// NEG is in the state cache from the moment the API accepts it
+    /// ([`Compute::note_neg_insert`]).
     pub async fn insert_network_endpoint_group(
         &self,
         zone: &str,
@@ -42,10 +44,11 @@ impl Compute {
     ) -> Result<()> {
         let client = self.network_endpoint_groups().await?;
         let name = body.name.clone().unwrap_or_default();
-        self.mutate(
+        self.mutate_tracked(
             "compute.networkEndpointGroups.insert",
             &name,
             Some(zone),
+            |fate| self.note_neg_insert(zone, &name, body, fate),
             || {
                 client
                     .insert()
