@@ -28,6 +28,7 @@ pub mod metrics;
 mod network_endpoint_groups;
 pub mod observed;
 pub mod pacing;
+mod pages;
 pub mod reference;
 mod resources;
 pub mod state;

@@ -125,26 +125,21 @@ macro_rules! crud {
             &self $(, $project: &str)? $(, $region: &str)?
         ) -> Result<Vec<model::$model>> {
             let client = self.$client().await?;
-            let mut items = Vec::new();
-            let mut token = String::new();
-            loop {
-                let page = self
-                    .read(concat!("compute.", $api, ".list"), list_label!($($region)?), || {
-                        client
-                            .list()
-                            .set_project(project_of!(self $($project)?))
+            self.paginate(
+                concat!("compute.", $api, ".list"),
+                list_label!($($region)?),
+                |token| {
+                    client
+                        .list()
+                        .set_project(project_of!(self $($project)?))
                         $(.set_region($region))?
-                            .set_page_token(token.clone())
-                            .with_user_agent(crate::compute::USER_AGENT)
-                            .send()
-                    })
-                    .await?;
-                items.extend(page.items);
-                match page.next_page_token {
-                    Some(t) if !t.is_empty() => token = t,
-                    _ => return Ok(items),
-                }
-            }
+                        .set_page_token(token)
+                        .with_user_agent(crate::compute::USER_AGENT)
+                        .send()
+                },
+                |page| (page.items, page.next_page_token),
+            )
+            .await
         }
     };
 }
@@ -374,25 +369,20 @@ impl Compute {
         region: &str,
     ) -> Result<Vec<model::Subnetwork>> {
         let client = self.subnetworks().await?;
-        let mut items = Vec::new();
-        let mut token = String::new();
-        loop {
-            let page = self
-                .read("compute.subnetworks.list", region, || {
-                    client
-                        .list()
-                        .set_project(project)
-                        .set_region(region)
-                        .set_page_token(token.clone())
-                        .with_user_agent(crate::compute::USER_AGENT)
-                        .send()
-                })
-                .await?;
-            items.extend(page.items);
-            match page.next_page_token {
-                Some(t) if !t.is_empty() => token = t,
-                _ => return Ok(items),
-            }
-        }
+        self.paginate(
+            "compute.subnetworks.list",
+            region,
+            |token| {
+                client
+                    .list()
+                    .set_project(project)
+                    .set_region(region)
+                    .set_page_token(token)
+                    .with_user_agent(crate::compute::USER_AGENT)
+                    .send()
+            },
+            |page| (page.items, page.next_page_token),
+        )
+        .await
     }
 }
