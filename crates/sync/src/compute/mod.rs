@@ -248,6 +248,12 @@ impl Compute {
         &self.project
     }
 
+    /// The credentials this client sends (cheap to clone), for another Google client of the
+    /// operator's to share: one rebuild after a 401 then serves both.
+    pub fn credentials(&self) -> &RefreshableCredentials {
+        &self.credentials
+    }
+
     /// The call metrics this client records into.
     pub fn metrics(&self) -> &ComputeMetrics {
         &self.metrics
