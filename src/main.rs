@@ -382,13 +382,15 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         );
     }
     if args.gateway_api {
-        let netsvc = gclb_operator::gateway::network_services::NetworkServicesApi::new(
-            &args.project,
-            args.compute_endpoint.as_deref(),
-            args.compute_credentials,
-        )
-        .await
-        .context("connecting to the Network Services API")?;
+        // The Compute client's credentials: a token refused with 401 is rebuilt once for both.
+        let netsvc =
+            gclb_operator::gateway::network_services::NetworkServicesApi::with_credentials(
+                &args.project,
+                args.compute_endpoint.as_deref(),
+                compute.credentials().clone(),
+            )
+            .await
+            .context("connecting to the Network Services API")?;
         tokio::spawn(gclb_operator::gateway::controller::run(
             client.clone(),
             compute.clone(),

@@ -11,7 +11,10 @@
 //!   account bound to exactly deploy/iam's role: the load balancer serves;
 //! - a token revoked while the operator holds it (`POST /_emulator/iam/tokens:revokeAll`,
 //!   tokens living an hour): the next sync gets one 401, builds its credentials again, retries
-//!   and succeeds, with no Warning Event and no sync error counted.
+//!   and succeeds, with no Warning Event and no sync error counted;
+//! - an operator that may insert but not wait on Operations (no
+//!   `compute.globalOperations.get`): once the role is back and the Ingress deleted, nothing it
+//!   inserted is left in the project.
 
 mod support;
 
@@ -350,5 +353,94 @@ fn a_revoked_token_is_refreshed_once_and_the_sync_succeeds() -> Result<()> {
         .collect();
     assert!(warnings.is_empty(), "failed syncs: {warnings:#?}");
     assert_eq!(sync_errors(&sys)?, errors_before, "{}", sys.logs());
+    Ok(())
+}
+
+/// The emulator's slow cloud with Operations only: a mutation's Operation is RUNNING for a
+/// moment, so the operator waits on it (`globalOperations.wait`, which IAM checks as
+/// `compute.globalOperations.get`; docs/performance.md, "The slow cloud").
+const SLOW_OPERATIONS: &str =
+    r#"{"operations": {"global": {"runningMs": 30}, "zonal": {"runningMs": 30}}}"#;
+
+/// What the operator may have made in the project's global collections and the zone's NEGs,
+/// as `collection/name` (the firewall rule and the network's defaults too: compare with a
+/// baseline).
+fn cloud_resources(sys: &System) -> Result<Vec<String>> {
+    let p = format!("compute/v1/projects/{PROJECT}");
+    let mut out = Vec::new();
+    for c in [
+        "forwardingRules",
+        "targetHttpProxies",
+        "targetHttpsProxies",
+        "urlMaps",
+        "backendServices",
+        "healthChecks",
+        "sslCertificates",
+        "addresses",
+        "firewalls",
+    ] {
+        let list = sys.compute_get(&format!("{p}/global/{c}"))?;
+        out.extend(item_names(&list).into_iter().map(|n| format!("{c}/{n}")));
+    }
+    let negs = sys.compute_get(&format!("{p}/zones/{ZONE}/networkEndpointGroups"))?;
+    out.extend(item_names(&negs).into_iter().map(|n| format!("negs/{n}")));
+    out.sort();
+    Ok(out)
+}
+
+/// Issue 43 (deploy/iam/permission-report.md, row `compute.globalOperations.get`): the
+/// operator may insert but not wait on the Operation, so the first sync fails after the API
+/// accepted its health checks; the role is then restored and the Ingress deleted at once.
+/// Everything the operator made is deleted (it used to forget the health checks whose wait
+/// was refused, and left them until its state cache listed them again).
+#[test]
+fn an_insert_whose_operation_wait_is_refused_is_deleted_with_the_ingress() -> Result<()> {
+    let mut sys = System::start_with(Options {
+        emulator_args: &[
+            "--port-map",
+            "80=0,443=0",
+            "--metadata-service-account",
+            GSA,
+            "--slow-cloud",
+            SLOW_OPERATIONS,
+        ],
+        iam: true,
+        ..Options::default()
+    })?;
+    let all = support::iam::role_permissions()?;
+    let without: Vec<String> = all
+        .iter()
+        .filter(|p| *p != "compute.globalOperations.get")
+        .cloned()
+        .collect();
+    sys.define_role("gclbOperator", &without)?;
+    bind(&sys, &format!("serviceAccount:{GSA}"), &role())?;
+    let baseline = cloud_resources(&sys)?;
+    sys.apply_path(&examples())?;
+    sys.start_operator(&[])?;
+    wait_for_event(&sys, "'compute.globalOperations.get'")?;
+    let made = wait_for("a health check inserted", DEADLINE, || {
+        let now = cloud_resources(&sys)?;
+        Ok(now
+            .iter()
+            .any(|r| r.starts_with("healthChecks/"))
+            .then_some(now))
+    })?;
+
+    sys.define_role("gclbOperator", &all)?;
+    sys.kubectl_ok(&["delete", "ingress", "my-ingress", "--wait=false"])?;
+    wait_for("my-ingress deleted", DEADLINE, || {
+        let out = sys.kubectl_ok(&["get", "ingress", "-o", "name"])?;
+        Ok((!out.contains("my-ingress")).then_some(()))
+    })?;
+    let mut left = Vec::new();
+    wait_for("the project back to its baseline", DEADLINE, || {
+        left = cloud_resources(&sys)?
+            .into_iter()
+            .filter(|r| !baseline.contains(r))
+            .collect();
+        Ok(left.is_empty().then_some(()))
+    })
+    .with_context(|| format!("made {made:?}; left {left:?}\n{}", sys.logs()))?;
     Ok(())
 }

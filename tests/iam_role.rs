@@ -104,8 +104,8 @@ fn method_literals(text: &str) -> Vec<(usize, String)> {
 /// their method id as a literal (`self.read("compute.networkEndpointGroups.get", ..)`), and
 /// macro invocations name the API and the generated functions (`global_crud!(.., api:
 /// "urlMaps", .., get: get_url_map, insert: insert_url_map, ..)`, `global_verb!(update_url_map,
-/// .., api: "urlMaps.update", ..)`; any macro of that shape is read the same way; `project:`
-/// and `region:` name parameters, not methods). A method
+/// .., api: "urlMaps.update", ..)`; any macro of that shape is read the same way; `project:`,
+/// `region:` and `cached:` name parameters, not methods). A method
 /// defined there counts when its function is named anywhere else in the operator's code (a
 /// call, or a macro argument such as `listed! { UrlMap: url_maps, list_url_maps, get_url_map; }`
 /// that calls it): a generated function nobody names is not granted, and where the scan cannot
@@ -181,6 +181,7 @@ fn called_methods() -> Result<Sites> {
                                 | "setter"
                                 | "project"
                                 | "region"
+                                | "cached"
                                 | "verb"
                                 | "body"
                         ) {

@@ -35,4 +35,6 @@ pub use translate::{translate, GatewayConfig, Translation};
 pub const DEFAULT_CONTROLLER_NAME: &str = "gclb-operator.dev/gateway-controller";
 
 #[cfg(test)]
+mod network_services_tests;
+#[cfg(test)]
 mod tests;

@@ -6,18 +6,22 @@
 //!
 //! Endpoint: the real API, or `{endpoint}/networkservices` when the operator runs against the
 //! emulator (`--compute-endpoint`), which serves the API under that prefix. Credentials:
-//! `--compute-credentials` ([`crate::compute::CredentialsMode`]), whatever the endpoint.
+//! `--compute-credentials` ([`crate::compute::CredentialsMode`]), whatever the endpoint. A call
+//! refused with 401 (a revoked or forgotten token) builds the credentials again and is sent
+//! once more, as the Compute seam does; a second 401 is the call's error
+//! ([`RefreshableCredentials::retry_unauthenticated`]).
 
 use std::time::{Duration, Instant};
 
 use google_cloud_networkservices_v1::client::NetworkServices;
 use google_cloud_networkservices_v1::model::TlsRoute;
 
-use crate::compute::{ComputeError, ErrorKind};
+use crate::compute::{ComputeError, ErrorKind, RefreshableCredentials};
 
 /// Typed access to the tlsRoutes of one project's global location.
 pub struct NetworkServicesApi {
     client: NetworkServices,
+    credentials: RefreshableCredentials,
     project: String,
     poll: Duration,
     timeout: Duration,
@@ -37,6 +41,7 @@ fn op_error(
         8 => 429,
         9 => 412,
         13 | 14 => 503,
+        16 => 401,
         _ => 400,
     };
     ComputeError::Api {
@@ -58,15 +63,27 @@ impl NetworkServicesApi {
         endpoint: Option<&str>,
         credentials: crate::compute::CredentialsMode,
     ) -> Result<Self> {
-        let creds = credentials
-            .build()
-            .map_err(|message| ComputeError::ClientBuild {
+        let creds = RefreshableCredentials::new(credentials).map_err(|message| {
+            ComputeError::ClientBuild {
                 service: "credentials",
                 message,
-            })?;
+            }
+        })?;
+        Self::with_credentials(project, endpoint, creds).await
+    }
+
+    /// [`Self::new`] with credentials of the caller's (a test's counted builder, or the
+    /// credentials the Compute client holds).
+    ///
+    /// Errors: [`ComputeError::ClientBuild`] when the client does not build.
+    pub async fn with_credentials(
+        project: &str,
+        endpoint: Option<&str>,
+        credentials: RefreshableCredentials,
+    ) -> Result<Self> {
         let mut builder = NetworkServices::builder()
             .with_retry_policy(google_cloud_gax::retry_policy::NeverRetry)
-            .with_credentials(creds);
+            .with_credentials(credentials.credentials());
         if let Some(e) = endpoint {
             builder = builder.with_endpoint(format!("{}/networkservices", e.trim_end_matches('/')));
         }
@@ -79,6 +96,7 @@ impl NetworkServicesApi {
             })?;
         Ok(Self {
             client,
+            credentials,
             project: project.to_owned(),
             poll: Duration::from_millis(200),
             timeout: Duration::from_secs(300),
@@ -97,7 +115,11 @@ impl NetworkServicesApi {
     /// `tlsRoutes.get`; `None` on 404.
     pub async fn get(&self, id: &str) -> Result<Option<TlsRoute>> {
         let name = self.name(id);
-        match self.client.get_tls_route().set_name(&name).send().await {
+        let got = self
+            .credentials
+            .retry_unauthenticated(|| self.client.get_tls_route().set_name(&name).send())
+            .await;
+        match got {
             Ok(r) => Ok(Some(r)),
             Err(e) => {
                 let e = ComputeError::from_gax(
@@ -120,11 +142,14 @@ impl NetworkServicesApi {
         let mut token = String::new();
         loop {
             let page = self
-                .client
-                .list_tls_routes()
-                .set_parent(self.parent())
-                .set_page_token(token.clone())
-                .send()
+                .credentials
+                .retry_unauthenticated(|| {
+                    self.client
+                        .list_tls_routes()
+                        .set_parent(self.parent())
+                        .set_page_token(token.clone())
+                        .send()
+                })
                 .await
                 .map_err(|e| {
                     ComputeError::from_gax(
@@ -145,12 +170,15 @@ impl NetworkServicesApi {
     pub async fn create(&self, id: &str, route: &TlsRoute) -> Result<()> {
         let method = "networkservices.projects.locations.tlsRoutes.create";
         let op = self
-            .client
-            .create_tls_route()
-            .set_parent(self.parent())
-            .set_tls_route_id(id)
-            .set_tls_route(route.clone())
-            .send()
+            .credentials
+            .retry_unauthenticated(|| {
+                self.client
+                    .create_tls_route()
+                    .set_parent(self.parent())
+                    .set_tls_route_id(id)
+                    .set_tls_route(route.clone())
+                    .send()
+            })
             .await
             .map_err(|e| ComputeError::from_gax(method, id, e))?;
         self.wait(method, id, op).await
@@ -167,11 +195,14 @@ impl NetworkServicesApi {
             "description",
         ]);
         let op = self
-            .client
-            .update_tls_route()
-            .set_tls_route(body)
-            .set_update_mask(mask)
-            .send()
+            .credentials
+            .retry_unauthenticated(|| {
+                self.client
+                    .update_tls_route()
+                    .set_tls_route(body.clone())
+                    .set_update_mask(mask.clone())
+                    .send()
+            })
             .await
             .map_err(|e| ComputeError::from_gax(method, id, e))?;
         self.wait(method, id, op).await
@@ -181,10 +212,13 @@ impl NetworkServicesApi {
     pub async fn delete(&self, id: &str) -> Result<bool> {
         let method = "networkservices.projects.locations.tlsRoutes.delete";
         let sent = self
-            .client
-            .delete_tls_route()
-            .set_name(self.name(id))
-            .send()
+            .credentials
+            .retry_unauthenticated(|| {
+                self.client
+                    .delete_tls_route()
+                    .set_name(self.name(id))
+                    .send()
+            })
             .await
             .map_err(|e| ComputeError::from_gax(method, id, e));
         match sent {
@@ -211,11 +245,10 @@ impl NetworkServicesApi {
                 });
             }
             tokio::time::sleep(self.poll).await;
+            let name = op.name.clone();
             op = self
-                .client
-                .get_operation()
-                .set_name(&op.name)
-                .send()
+                .credentials
+                .retry_unauthenticated(|| self.client.get_operation().set_name(&name).send())
                 .await
                 .map_err(|e| {
                     ComputeError::from_gax(

@@ -171,28 +171,6 @@ impl ComputeNegHealth {
         })
     }
 
-    /// `call`, and once more with credentials built again if it was refused with 401 (a
-    /// revoked or forgotten token); a second 401 is returned.
-    async fn reauthenticated<T, Fut>(
-        &self,
-        call: impl Fn() -> Fut,
-    ) -> Result<T, google_cloud_gax::error::Error>
-    where
-        Fut: std::future::Future<Output = Result<T, google_cloud_gax::error::Error>>,
-    {
-        let generation = self.credentials.generation();
-        match call().await {
-            Err(e) if e.http_status_code() == Some(401) => {
-                if let Err(message) = self.credentials.refresh(generation) {
-                    tracing::warn!(%message, "building the credentials again after a 401");
-                    return Err(e);
-                }
-                call().await
-            }
-            other => other,
-        }
-    }
-
     async fn list_endpoints(
         &self,
         neg: &NegRef,
@@ -204,7 +182,8 @@ impl ComputeNegHealth {
             let body = model::NetworkEndpointGroupsListEndpointsRequest::new()
                 .set_health_status(HealthStatus::Show);
             let page = self
-                .reauthenticated(|| {
+                .credentials
+                .retry_unauthenticated(|| {
                     self.negs
                         .list_network_endpoints()
                         .set_project(&self.project)
@@ -235,7 +214,8 @@ impl ComputeNegHealth {
         let mut token = String::new();
         loop {
             let page = self
-                .reauthenticated(|| {
+                .credentials
+                .retry_unauthenticated(|| {
                     self.backend_services
                         .list()
                         .set_project(&self.project)

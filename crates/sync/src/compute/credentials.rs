@@ -147,6 +147,34 @@ impl RefreshableCredentials {
         Ok(true)
     }
 
+    /// `call`, and once more with the credentials built again ([`Self::refresh`]) when it was
+    /// refused with HTTP 401 (a revoked or forgotten token; google-cloud-gax maps it to an
+    /// error like any other status, see the module docs); a second 401 is `call`'s error. For
+    /// the clients that send these credentials outside the Compute seam (which retries a 401
+    /// in its own loop, beside its rate pacing): the readiness NEG health reads and the
+    /// Gateway's Network Services calls. When building the credentials again fails, that is
+    /// logged and the first 401 returned.
+    pub async fn retry_unauthenticated<T, Fut>(
+        &self,
+        call: impl Fn() -> Fut,
+    ) -> Result<T, google_cloud_gax::error::Error>
+    where
+        Fut: std::future::Future<Output = Result<T, google_cloud_gax::error::Error>>,
+    {
+        let generation = self.generation();
+        match call().await {
+            Err(e) if e.http_status_code() == Some(401) => {
+                if let Err(message) = self.refresh(generation) {
+                    tracing::warn!(%message, "building the credentials again after a 401");
+                    return Err(e);
+                }
+                tracing::info!(error = %e, "credentials refused; retrying once with a fresh token");
+                call().await
+            }
+            other => other,
+        }
+    }
+
     /// These credentials as the `Credentials` the Google clients take.
     pub fn credentials(&self) -> Credentials {
         Credentials::from(self.clone())
@@ -216,7 +244,69 @@ pub async fn principal(mode: CredentialsMode) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
     use super::*;
+
+    fn status(code: u16) -> google_cloud_gax::error::Error {
+        google_cloud_gax::error::Error::http(code, http::HeaderMap::new(), Default::default())
+    }
+
+    /// Credentials that count how often they were built.
+    fn counted() -> (RefreshableCredentials, Arc<AtomicU32>) {
+        let builds = Arc::new(AtomicU32::new(0));
+        let b = builds.clone();
+        let creds = RefreshableCredentials::with_builder(Arc::new(move || {
+            b.fetch_add(1, Ordering::SeqCst);
+            CredentialsMode::Anonymous.build()
+        }))
+        .unwrap();
+        (creds, builds)
+    }
+
+    /// Runs `retry_unauthenticated` over the scripted answers (one per call, in order);
+    /// returns the result's status (`None`: Ok), the calls made and the credential builds.
+    async fn scripted(answers: &[u16]) -> (Option<u16>, usize, u32) {
+        let (creds, builds) = counted();
+        let calls = AtomicU32::new(0);
+        let result = creds
+            .retry_unauthenticated(|| {
+                let n = calls.fetch_add(1, Ordering::SeqCst) as usize;
+                let code = answers[n];
+                async move {
+                    match code {
+                        200 => Ok(()),
+                        c => Err(status(c)),
+                    }
+                }
+            })
+            .await;
+        (
+            result.err().and_then(|e| e.http_status_code()),
+            calls.load(Ordering::SeqCst) as usize,
+            builds.load(Ordering::SeqCst),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_401_builds_the_credentials_again_and_retries_once() {
+        assert_eq!(
+            scripted(&[401, 200]).await,
+            (None, 2, 2),
+            "refreshed, then ok"
+        );
+        assert_eq!(
+            scripted(&[401, 401]).await,
+            (Some(401), 2, 2),
+            "a second 401 is the error; no third call"
+        );
+        assert_eq!(
+            scripted(&[403]).await,
+            (Some(403), 1, 1),
+            "only a 401 retries"
+        );
+        assert_eq!(scripted(&[200]).await, (None, 1, 1));
+    }
 
     #[test]
     fn modes_parse_and_print() {

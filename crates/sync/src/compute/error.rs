@@ -19,6 +19,10 @@ pub enum ErrorKind {
     ResourceInUse,
     /// 412 `conditionNotMet`: a stale fingerprint; refetch and try again.
     ConditionNotMet,
+    /// 401: the credentials were refused (a revoked, expired or unknown token: Google's reason
+    /// `authError`; no token at all: `required`; status `UNAUTHENTICATED`). The Compute seam
+    /// builds the credentials again and retries once ([`super::RefreshableCredentials`]).
+    Unauthenticated,
     /// 403 `forbidden`: missing permission (for the firewall: the Shared VPC case).
     Forbidden,
     /// `rateLimitExceeded`: 429, or 403 with a quota message (Compute's rate quotas answer 403
@@ -45,6 +49,7 @@ impl ErrorKind {
             Self::AlreadyExists => "alreadyExists",
             Self::ResourceInUse => "resourceInUseByAnotherResource",
             Self::ConditionNotMet => "conditionNotMet",
+            Self::Unauthenticated => "authError",
             Self::Forbidden => "forbidden",
             Self::RateLimited => "rateLimitExceeded",
             Self::Server => "backendError",
@@ -61,6 +66,7 @@ impl ErrorKind {
             404 => Self::NotFound,
             409 => Self::AlreadyExists,
             412 => Self::ConditionNotMet,
+            401 => Self::Unauthenticated,
             403 if mentions_rate_quota(message) => Self::RateLimited,
             403 => Self::Forbidden,
             429 => Self::RateLimited,
@@ -80,6 +86,7 @@ impl ErrorKind {
                 "RESOURCE_ALREADY_EXISTS" | "ALREADY_EXISTS" => Some(Self::AlreadyExists),
                 "CONDITION_NOT_MET" => Some(Self::ConditionNotMet),
                 "FORBIDDEN" | "PERMISSION_DENIED" => Some(Self::Forbidden),
+                "UNAUTHENTICATED" => Some(Self::Unauthenticated),
                 "RATE_LIMIT_EXCEEDED" | "QUOTA_EXCEEDED" => Some(Self::RateLimited),
                 _ => None,
             };
@@ -288,6 +295,12 @@ mod tests {
             ErrorKind::ResourceInUse
         );
         assert_eq!(ErrorKind::from_http(400, "bad path"), ErrorKind::Invalid);
+        assert_eq!(
+            ErrorKind::from_http(401, "Request had invalid authentication credentials."),
+            ErrorKind::Unauthenticated
+        );
+        assert_eq!(ErrorKind::Unauthenticated.as_str(), "authError");
+        assert!(!ErrorKind::Unauthenticated.is_retryable());
         assert!(ErrorKind::Server.is_retryable());
         assert!(!ErrorKind::ConditionNotMet.is_retryable());
     }

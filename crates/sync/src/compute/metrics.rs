@@ -11,7 +11,8 @@ use prometheus_client::registry::Registry;
 pub struct CallLabels {
     /// Compute method id, e.g. `compute.urlMaps.insert` (the emulator's call-counter names).
     pub method: String,
-    /// `ok` or the error reason (`notFound`, `conditionNotMet`, ...).
+    /// `ok` or the error reason ([`super::ErrorKind::as_str`]: `notFound`, `conditionNotMet`,
+    /// `authError` for a 401, `forbidden` for a 403, ...).
     pub result: String,
 }
 

@@ -28,6 +28,7 @@ pub mod metrics;
 mod network_endpoint_groups;
 pub mod observed;
 pub mod pacing;
+mod pages;
 pub mod reference;
 mod resources;
 pub mod state;
@@ -44,6 +45,20 @@ use google_cloud_gax::retry_policy::NeverRetry;
 pub use credentials::{CredentialsMode, RefreshableCredentials};
 pub use error::{ComputeError, ErrorKind, Result};
 pub use metrics::ComputeMetrics;
+
+/// What became of a mutation the API accepted, as far as the client knows: a mutation returns
+/// an Operation at once, and the change happens, or fails, when the Operation is DONE
+/// (Compute API v1 reference, "globalOperations"; `reference/gce-clients.md`, the Operation
+/// every mutation returns and the ways to wait on it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fate {
+    /// The API answered the call with an Operation: the change is under way.
+    Accepted,
+    /// The Operation is DONE with an error: the change did not happen.
+    Failed,
+    /// Waiting on the Operation failed (refused, timed out): the change may or may not happen.
+    Unknown,
+}
 
 /// Backoff for retryable errors (429, 5xx, transport).
 #[derive(Clone, Debug)]
@@ -233,6 +248,12 @@ impl Compute {
         &self.project
     }
 
+    /// The credentials this client sends (cheap to clone), for another Google client of the
+    /// operator's to share: one rebuild after a 401 then serves both.
+    pub fn credentials(&self) -> &RefreshableCredentials {
+        &self.credentials
+    }
+
     /// The call metrics this client records into.
     pub fn metrics(&self) -> &ComputeMetrics {
         &self.metrics
@@ -354,6 +375,25 @@ impl Compute {
         F: Fn() -> Fut,
         Fut: Future<Output = std::result::Result<model::Operation, google_cloud_gax::error::Error>>,
     {
+        self.mutate_tracked(method, resource, zone, |_| {}, f).await
+    }
+
+    /// [`Self::mutate`], telling `fate` what became of the change as soon as it is known
+    /// ([`Fate`]): an insert's caller records the resource in the state cache the moment the
+    /// API accepts it, so that a failed wait on its Operation (`compute.globalOperations.get`
+    /// refused, a timeout) cannot make the operator forget a resource that exists (issue 43).
+    async fn mutate_tracked<F, Fut>(
+        &self,
+        method: &'static str,
+        resource: &str,
+        zone: Option<&str>,
+        fate: impl Fn(Fate),
+        f: F,
+    ) -> Result<model::Operation>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = std::result::Result<model::Operation, google_cloud_gax::error::Error>>,
+    {
         let mut backoff = self.backoff().build();
         loop {
             let op = self
@@ -361,10 +401,18 @@ impl Compute {
                     self.attempt(method, resource, f())
                 })
                 .await?;
-            let op = self.wait(method, resource, zone, op).await?;
+            fate(Fate::Accepted);
+            let op = match self.wait(method, resource, zone, op).await {
+                Ok(op) => op,
+                Err(e) => {
+                    fate(Fate::Unknown);
+                    return Err(e);
+                }
+            };
             let Some(err) = ComputeError::from_operation(method, resource, &op) else {
                 return Ok(op);
             };
+            fate(Fate::Failed);
             match backoff.next() {
                 Some(delay) if err.kind().is_retryable() => {
                     tracing::debug!(method, resource, error = %err, ?delay, "operation failed; sending the mutation again");
@@ -475,6 +523,8 @@ impl Compute {
     }
 }
 
+#[cfg(test)]
+mod insert_tests;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 #[cfg(test)]

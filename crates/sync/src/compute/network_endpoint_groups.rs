@@ -34,7 +34,9 @@ impl Compute {
         }
     }
 
-    /// `compute.networkEndpointGroups.insert` in `zone`, waiting for the zonal Operation.
+    /// `compute.networkEndpointGroups.insert` in `zone`, waiting for the zonal Operation; the
+    /// NEG is in the state cache from the moment the API accepts it
+    /// ([`Compute::note_neg_insert`]).
     pub async fn insert_network_endpoint_group(
         &self,
         zone: &str,
@@ -42,10 +44,11 @@ impl Compute {
     ) -> Result<()> {
         let client = self.network_endpoint_groups().await?;
         let name = body.name.clone().unwrap_or_default();
-        self.mutate(
+        self.mutate_tracked(
             "compute.networkEndpointGroups.insert",
             &name,
             Some(zone),
+            |fate| self.note_neg_insert(zone, &name, body, fate),
             || {
                 client
                     .insert()
@@ -92,26 +95,21 @@ impl Compute {
         zone: &str,
     ) -> Result<Vec<model::NetworkEndpointGroup>> {
         let client = self.network_endpoint_groups().await?;
-        let mut items = Vec::new();
-        let mut token = String::new();
-        loop {
-            let page = self
-                .read("compute.networkEndpointGroups.list", zone, || {
-                    client
-                        .list()
-                        .set_project(&self.project)
-                        .set_zone(zone)
-                        .set_page_token(token.clone())
-                        .with_user_agent(crate::compute::USER_AGENT)
-                        .send()
-                })
-                .await?;
-            items.extend(page.items);
-            match page.next_page_token {
-                Some(t) if !t.is_empty() => token = t,
-                _ => return Ok(items),
-            }
-        }
+        self.paginate(
+            "compute.networkEndpointGroups.list",
+            zone,
+            |token| {
+                client
+                    .list()
+                    .set_project(&self.project)
+                    .set_zone(zone)
+                    .set_page_token(token)
+                    .with_user_agent(crate::compute::USER_AGENT)
+                    .send()
+            },
+            |page| (page.items, page.next_page_token),
+        )
+        .await
     }
 
     /// `compute.networkEndpointGroups.aggregatedList`, every page: the NEGs of every zone as
@@ -120,37 +118,39 @@ impl Compute {
         &self,
     ) -> Result<Vec<(String, model::NetworkEndpointGroup)>> {
         let client = self.network_endpoint_groups().await?;
-        let mut items = Vec::new();
-        let mut token = String::new();
-        loop {
-            let page = self
-                .read("compute.networkEndpointGroups.aggregatedList", "", || {
+        let scopes = self
+            .paginate(
+                "compute.networkEndpointGroups.aggregatedList",
+                "",
+                |token| {
                     client
                         .aggregated_list()
                         .set_project(&self.project)
-                        .set_page_token(token.clone())
+                        .set_page_token(token)
                         .with_user_agent(crate::compute::USER_AGENT)
                         .send()
-                })
-                .await?;
-            for (scope, list) in page.items {
-                let Some(zone) = scope.strip_prefix("zones/") else {
-                    continue;
-                };
-                items.extend(
-                    list.network_endpoint_groups
-                        .into_iter()
-                        .map(|neg| (zone.to_owned(), neg)),
-                );
-            }
-            match page.next_page_token {
-                Some(t) if !t.is_empty() => token = t,
-                _ => {
-                    items.sort_by(|a, b| (&a.0, &a.1.name).cmp(&(&b.0, &b.1.name)));
-                    return Ok(items);
-                }
-            }
+                },
+                |page| {
+                    (
+                        page.items.into_iter().collect::<Vec<_>>(),
+                        page.next_page_token,
+                    )
+                },
+            )
+            .await?;
+        let mut items: Vec<(String, model::NetworkEndpointGroup)> = Vec::new();
+        for (scope, list) in scopes {
+            let Some(zone) = scope.strip_prefix("zones/") else {
+                continue;
+            };
+            items.extend(
+                list.network_endpoint_groups
+                    .into_iter()
+                    .map(|neg| (zone.to_owned(), neg)),
+            );
         }
+        items.sort_by(|a, b| (&a.0, &a.1.name).cmp(&(&b.0, &b.1.name)));
+        Ok(items)
     }
 
     /// `compute.networkEndpointGroups.listNetworkEndpoints` (with health), every page.
@@ -160,38 +160,27 @@ impl Compute {
         name: &str,
     ) -> Result<Vec<model::NetworkEndpointWithHealthStatus>> {
         let client = self.network_endpoint_groups().await?;
-        let mut items = Vec::new();
-        let mut token = String::new();
-        loop {
-            let page = self
-                .read(
-                    "compute.networkEndpointGroups.listNetworkEndpoints",
-                    name,
-                    || {
-                        client
-                            .list_network_endpoints()
-                            .set_project(&self.project)
-                            .set_zone(zone)
-                            .set_network_endpoint_group(name)
-                            .set_page_token(token.clone())
-                            // Without SHOW real GCE omits `healths[]` (readiness, annotations).
-                            .set_body(
-                                model::NetworkEndpointGroupsListEndpointsRequest::new()
-                                    .set_health_status(
-                                        model::network_endpoint_groups_list_endpoints_request::HealthStatus::Show,
-                                    ),
-                            )
-                            .with_user_agent(crate::compute::USER_AGENT)
-                            .send()
-                    },
-                )
-                .await?;
-            items.extend(page.items);
-            match page.next_page_token {
-                Some(t) if !t.is_empty() => token = t,
-                _ => return Ok(items),
-            }
-        }
+        // Without SHOW real GCE omits `healths[]` (readiness, annotations).
+        let body = model::NetworkEndpointGroupsListEndpointsRequest::new().set_health_status(
+            model::network_endpoint_groups_list_endpoints_request::HealthStatus::Show,
+        );
+        self.paginate(
+            "compute.networkEndpointGroups.listNetworkEndpoints",
+            name,
+            |token| {
+                client
+                    .list_network_endpoints()
+                    .set_project(&self.project)
+                    .set_zone(zone)
+                    .set_network_endpoint_group(name)
+                    .set_page_token(token)
+                    .set_body(body.clone())
+                    .with_user_agent(crate::compute::USER_AGENT)
+                    .send()
+            },
+            |page| (page.items, page.next_page_token),
+        )
+        .await
     }
 
     /// `compute.networkEndpointGroups.attachNetworkEndpoints` (at most 500 per call).

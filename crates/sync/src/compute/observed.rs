@@ -102,6 +102,36 @@ impl Compute {
         T::cache(&self.state).put(name, value.map(Arc::new), seq);
     }
 
+    /// Keeps the state cache true to an insert of `body` as sent (`name`) while its
+    /// Operation runs: the resource is recorded as the operator's once the API accepts the
+    /// insert, so that the Ingress's deletion and garbage collection delete it even when
+    /// waiting on the Operation fails (issue 43: `compute.globalOperations.get` refused leaked
+    /// health checks). A failed Operation records it gone (nothing was created); a wait that
+    /// failed leaves the record and makes the collection listed again at its next use, so the
+    /// API's answer replaces the guess.
+    pub(super) fn note_insert<T: Listed>(&self, name: &str, body: &T, fate: super::Fate) {
+        match fate {
+            super::Fate::Accepted => self.record(name, Some(body.clone())),
+            super::Fate::Failed => self.record::<T>(name, None),
+            super::Fate::Unknown => T::cache(&self.state).invalidate(),
+        }
+    }
+
+    /// [`Self::note_insert`] for the NEG `body` (`name`) in `zone`.
+    pub(super) fn note_neg_insert(
+        &self,
+        zone: &str,
+        name: &str,
+        body: &model::NetworkEndpointGroup,
+        fate: super::Fate,
+    ) {
+        match fate {
+            super::Fate::Accepted => self.record_neg(zone, name, Some(body.clone())),
+            super::Fate::Failed => self.record_neg(zone, name, None),
+            super::Fate::Unknown => self.state.negs_in(zone).invalidate(),
+        }
+    }
+
     async fn fresh_negs(&self, zone: &str) -> Result<Arc<Observed<model::NetworkEndpointGroup>>> {
         let s = &self.state;
         let cache = s.negs_in(zone);

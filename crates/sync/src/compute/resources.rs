@@ -31,14 +31,29 @@ macro_rules! list_label {
     };
 }
 
+/// What an insert tells the state cache as its Operation goes ([`super::Fate`]): nothing for a
+/// collection the cache does not hold (its readers ask the API each time), or, with
+/// `state`, [`Compute::note_insert`] (recorded from the moment the API accepts it).
+macro_rules! insert_fate {
+    ($self:ident, $name:ident, $body:ident) => {
+        |_: super::Fate| {}
+    };
+    ($self:ident, $name:ident, $body:ident, state) => {
+        |fate| $self.note_insert(&$name, $body, fate)
+    };
+}
+
 /// `get` (404 -> `None`), `insert`, `delete` (404 -> `false`) and paged `list` of a global
 /// resource; with `project: project`, each takes the project as its first argument (the
 /// firewall rules of a Shared VPC host); with `region: region`, the region (a regional
-/// collection: `regionUrlMaps`, `forwardingRules`, `addresses` ...).
+/// collection: `regionUrlMaps`, `forwardingRules`, `addresses` ...); with `cached: state`, the
+/// collection is one the state cache holds ([`super::observed::Listed`]), and its insert is
+/// recorded there as soon as the API accepts it, whatever becomes of the wait on its
+/// Operation (issue 43).
 macro_rules! crud {
     (client: $client:ident, model: $model:ident, api: $api:literal, setter: $setter:ident,
      get: $get:ident, insert: $insert:ident, delete: $delete:ident, list: $list:ident
-     $(, project: $project:ident)? $(, region: $region:ident)?) => {
+     $(, project: $project:ident)? $(, region: $region:ident)? $(, cached: $cached:ident)?) => {
         #[doc = concat!("`compute.", $api, ".get`: the resource, or `None` on 404.")]
         pub async fn $get(
             &self, $($project: &str,)? $($region: &str,)? name: &str,
@@ -68,7 +83,8 @@ macro_rules! crud {
         ) -> Result<()> {
             let client = self.$client().await?;
             let name = body.name.clone().unwrap_or_default();
-            self.mutate(concat!("compute.", $api, ".insert"), &name, None, || {
+            let fate = insert_fate!(self, name, body $(, $cached)?);
+            self.mutate_tracked(concat!("compute.", $api, ".insert"), &name, None, fate, || {
                 client
                     .insert()
                     .set_project(project_of!(self $($project)?))
@@ -109,26 +125,21 @@ macro_rules! crud {
             &self $(, $project: &str)? $(, $region: &str)?
         ) -> Result<Vec<model::$model>> {
             let client = self.$client().await?;
-            let mut items = Vec::new();
-            let mut token = String::new();
-            loop {
-                let page = self
-                    .read(concat!("compute.", $api, ".list"), list_label!($($region)?), || {
-                        client
-                            .list()
-                            .set_project(project_of!(self $($project)?))
+            self.paginate(
+                concat!("compute.", $api, ".list"),
+                list_label!($($region)?),
+                |token| {
+                    client
+                        .list()
+                        .set_project(project_of!(self $($project)?))
                         $(.set_region($region))?
-                            .set_page_token(token.clone())
-                            .with_user_agent(crate::compute::USER_AGENT)
-                            .send()
-                    })
-                    .await?;
-                items.extend(page.items);
-                match page.next_page_token {
-                    Some(t) if !t.is_empty() => token = t,
-                    _ => return Ok(items),
-                }
-            }
+                        .set_page_token(token)
+                        .with_user_agent(crate::compute::USER_AGENT)
+                        .send()
+                },
+                |page| (page.items, page.next_page_token),
+            )
+            .await
         }
     };
 }
@@ -165,7 +176,7 @@ impl Compute {
         setter: set_security_policy, get: get_security_policy, insert: insert_security_policy,
         delete: delete_security_policy, list: list_security_policies);
     crud!(client: url_maps, model: UrlMap, api: "urlMaps", setter: set_url_map,
-        get: get_url_map, insert: insert_url_map, delete: delete_url_map, list: list_url_maps);
+        get: get_url_map, insert: insert_url_map, delete: delete_url_map, list: list_url_maps, cached: state);
     verb!(update_url_map, client: url_maps, verb: update, api: "urlMaps.update",
         setter: set_url_map, body: model::UrlMap);
     crud!(client: region_url_maps, model: UrlMap, api: "regionUrlMaps",
@@ -176,7 +187,7 @@ impl Compute {
 
     crud!(client: backend_services, model: BackendService, api: "backendServices",
         setter: set_backend_service, get: get_backend_service, insert: insert_backend_service,
-        delete: delete_backend_service, list: list_backend_services);
+        delete: delete_backend_service, list: list_backend_services, cached: state);
     verb!(update_backend_service, client: backend_services, verb: update,
         api: "backendServices.update", setter: set_backend_service, body: model::BackendService);
 
@@ -194,7 +205,7 @@ impl Compute {
 
     crud!(client: health_checks, model: HealthCheck, api: "healthChecks",
         setter: set_health_check, get: get_health_check, insert: insert_health_check,
-        delete: delete_health_check, list: list_health_checks);
+        delete: delete_health_check, list: list_health_checks, cached: state);
     verb!(update_health_check, client: health_checks, verb: update,
         api: "healthChecks.update", setter: set_health_check, body: model::HealthCheck);
     crud!(client: region_health_checks, model: HealthCheck, api: "regionHealthChecks",
@@ -216,7 +227,7 @@ impl Compute {
     crud!(client: global_forwarding_rules, model: ForwardingRule,
         api: "globalForwardingRules", setter: set_forwarding_rule,
         get: get_forwarding_rule, insert: insert_forwarding_rule,
-        delete: delete_forwarding_rule, list: list_forwarding_rules);
+        delete: delete_forwarding_rule, list: list_forwarding_rules, cached: state);
     verb!(set_forwarding_rule_target, client: global_forwarding_rules, verb: set_target,
         api: "globalForwardingRules.setTarget", setter: set_forwarding_rule,
         body: model::TargetReference);
@@ -231,7 +242,7 @@ impl Compute {
     crud!(client: target_http_proxies, model: TargetHttpProxy, api: "targetHttpProxies",
         setter: set_target_http_proxy, get: get_target_http_proxy,
         insert: insert_target_http_proxy, delete: delete_target_http_proxy,
-        list: list_target_http_proxies);
+        list: list_target_http_proxies, cached: state);
     verb!(set_target_http_proxy_url_map, client: target_http_proxies, verb: set_url_map,
         api: "targetHttpProxies.setUrlMap", setter: set_target_http_proxy,
         body: model::UrlMapReference);
@@ -247,7 +258,7 @@ impl Compute {
     crud!(client: target_https_proxies, model: TargetHttpsProxy,
         api: "targetHttpsProxies", setter: set_target_https_proxy,
         get: get_target_https_proxy, insert: insert_target_https_proxy,
-        delete: delete_target_https_proxy, list: list_target_https_proxies);
+        delete: delete_target_https_proxy, list: list_target_https_proxies, cached: state);
     verb!(set_target_https_proxy_url_map, client: target_https_proxies,
         verb: set_url_map, api: "targetHttpsProxies.setUrlMap",
         setter: set_target_https_proxy, body: model::UrlMapReference);
@@ -291,7 +302,7 @@ impl Compute {
 
     crud!(client: ssl_certificates, model: SslCertificate, api: "sslCertificates",
         setter: set_ssl_certificate, get: get_ssl_certificate, insert: insert_ssl_certificate,
-        delete: delete_ssl_certificate, list: list_ssl_certificates);
+        delete: delete_ssl_certificate, list: list_ssl_certificates, cached: state);
     crud!(client: region_ssl_certificates, model: SslCertificate,
         api: "regionSslCertificates", setter: set_ssl_certificate,
         get: get_region_ssl_certificate, insert: insert_region_ssl_certificate,
@@ -302,7 +313,7 @@ impl Compute {
     // promotes from the HTTP rule's ephemeral IP when HTTPS shares it (inventory §1, §4).
     crud!(client: global_addresses, model: Address, api: "globalAddresses",
         setter: set_address, get: get_global_address, insert: insert_global_address,
-        delete: delete_global_address, list: list_global_addresses);
+        delete: delete_global_address, list: list_global_addresses, cached: state);
     // Reserved regional addresses: the `kubernetes.io/ingress.regional-static-ip-name` lookup.
     crud!(client: addresses, model: Address, api: "addresses", setter: set_address,
         get: get_region_address, insert: insert_region_address,
@@ -358,25 +369,20 @@ impl Compute {
         region: &str,
     ) -> Result<Vec<model::Subnetwork>> {
         let client = self.subnetworks().await?;
-        let mut items = Vec::new();
-        let mut token = String::new();
-        loop {
-            let page = self
-                .read("compute.subnetworks.list", region, || {
-                    client
-                        .list()
-                        .set_project(project)
-                        .set_region(region)
-                        .set_page_token(token.clone())
-                        .with_user_agent(crate::compute::USER_AGENT)
-                        .send()
-                })
-                .await?;
-            items.extend(page.items);
-            match page.next_page_token {
-                Some(t) if !t.is_empty() => token = t,
-                _ => return Ok(items),
-            }
-        }
+        self.paginate(
+            "compute.subnetworks.list",
+            region,
+            |token| {
+                client
+                    .list()
+                    .set_project(project)
+                    .set_region(region)
+                    .set_page_token(token)
+                    .with_user_agent(crate::compute::USER_AGENT)
+                    .send()
+            },
+            |page| (page.items, page.next_page_token),
+        )
+        .await
     }
 }

@@ -490,6 +490,12 @@ async fn a_401_builds_the_credentials_again_and_retries_once() {
         .expect("retried with tok-2");
     assert_eq!(um.and_then(|u| u.name).as_deref(), Some("um1"));
     assert_eq!(built.load(Ordering::SeqCst), 2, "built once more");
+    // The 401 is counted under its own label, not with the requests the API found invalid.
+    let count = |label| compute.metrics().count("compute.urlMaps.get", label);
+    assert_eq!(
+        (count("authError"), count("invalid"), count("ok")),
+        (1, 0, 1)
+    );
     // The next call sends the new token at once: no 401, no second refresh.
     compute.get_url_map("um1").await.expect("tok-2 again");
     assert_eq!(built.load(Ordering::SeqCst), 2);

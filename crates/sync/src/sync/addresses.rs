@@ -59,7 +59,6 @@ pub async fn ensure_managed(
             .set_description(DESCRIPTION);
         match compute.insert_global_address(&promote).await {
             Ok(()) => {
-                compute.record(name, Some(promote.clone()));
                 record(changes, KIND, name, Action::Created);
                 return Ok(ip.to_string());
             }
@@ -79,14 +78,11 @@ pub async fn ensure_managed(
         .set_name(name)
         .set_description(DESCRIPTION);
     match compute.insert_global_address(&fresh).await {
-        // Recorded at once (without its IP, which the API chose): if the read below is
-        // refused (no `compute.globalAddresses.get`), the Ingress's deletion and garbage
-        // collection still know the address exists and delete it, instead of trusting a
-        // listing made before the insert and leaking it.
-        Ok(()) => {
-            compute.record(name, Some(fresh.clone()));
-            record(changes, KIND, name, Action::Created);
-        }
+        // The insert is in the state cache already (without its IP, which the API chose:
+        // `Compute::note_insert`), so if the read below is refused (no
+        // `compute.globalAddresses.get`), the Ingress's deletion and garbage collection still
+        // know the address exists and delete it.
+        Ok(()) => record(changes, KIND, name, Action::Created),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
         Err(e) => return Err(SyncError::compute(KIND, name, e)),
     }

@@ -61,7 +61,7 @@ pub async fn ensure(
         let Some(found) = observed.take() else {
             match compute.insert_forwarding_rule(desired).await {
                 Ok(()) => {
-                    compute.record(name, Some(desired.clone()));
+                    // In the state cache since the API accepted it (`Compute::note_insert`).
                     record(changes, KIND, name, Action::Created);
                     // Without a desired IP the API picks one: read it (the only read back).
                     if desired

@@ -82,7 +82,8 @@ pub async fn ensure(
         .await
     {
         Ok(()) => {
-            compute.record_neg(&desired.zone, name, Some(desired.neg.clone()));
+            // The NEG is in the state cache since the API accepted it
+            // (`Compute::note_neg_insert`); a new NEG has no endpoints.
             compute.record_endpoints(&desired.zone, name, Vec::new());
             record(changes, KIND, name, Action::Created);
             Ok(())

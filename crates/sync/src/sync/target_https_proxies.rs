@@ -42,7 +42,7 @@ pub async fn ensure(
         }
         match compute.insert_target_https_proxy(&insert_body).await {
             Ok(()) => {
-                compute.record(name, Some(insert_body.clone()));
+                // In the state cache since the API accepted it (`Compute::note_insert`).
                 record(changes, KIND, name, Action::Created);
                 return Ok(());
             }

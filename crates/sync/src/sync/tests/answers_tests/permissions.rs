@@ -3,6 +3,7 @@
 //! src/controller/permission.rs) and nothing the operator made is forgotten, so its deletion
 //! still deletes it (issue 43: the role proven exact, no silent leak).
 
+use google_cloud_compute_v1::model;
 use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -11,7 +12,7 @@ use super::super::{list, other_lists_empty, G};
 use super::{answer, once};
 use crate::compute::test_support::{compute_for, done_op};
 use crate::compute::ErrorKind;
-use crate::sync::{addresses, firewalls, Changes};
+use crate::sync::{addresses, firewalls, health_checks, Changes};
 
 /// IAM's refusal text for `permission` on `resource` (Compute API, "Authorization").
 fn refused(permission: &str, resource: &str) -> ResponseTemplate {
@@ -108,4 +109,65 @@ async fn a_firewall_delete_refused_in_the_own_project_is_an_error() {
         assert!(chain(&err).contains("compute.firewalls.delete"), "{err}");
         assert!(changes.is_empty(), "{changes:?}");
     }
+}
+
+/// A health check whose insert the API accepted but whose Operation the operator may not wait
+/// on (no `compute.globalOperations.get`): the refusal is the error, and deleting the
+/// Ingress's backends afterwards deletes the health check (it was forgotten, so the permission
+/// report saw `global/healthChecks/k8s1-...` left behind once the Ingress was deleted).
+#[tokio::test]
+async fn a_health_check_whose_operation_wait_is_refused_is_still_deleted() {
+    let server = MockServer::start().await;
+    let collection = format!("{G}/healthChecks");
+    // Listed before the insert: empty; afterwards the API lists what it created.
+    once(
+        &server,
+        "GET",
+        &collection,
+        ResponseTemplate::new(200).set_body_json(json!({"items": []})),
+    )
+    .await;
+    list(&server, &collection, json!([{"name": "k8s1-hc"}]), None).await;
+    other_lists_empty(&server).await;
+    let running = json!({"kind": "compute#operation", "name": "op-1", "status": "RUNNING",
+        "operationType": "insert"});
+    once(
+        &server,
+        "POST",
+        &collection,
+        ResponseTemplate::new(200).set_body_json(running),
+    )
+    .await;
+    once(
+        &server,
+        "POST",
+        &format!("{G}/operations/op-1/wait"),
+        refused(
+            "compute.globalOperations.get",
+            "projects/p1/global/operations/op-1",
+        ),
+    )
+    .await;
+    Mock::given(method("DELETE"))
+        .and(path(format!("{collection}/k8s1-hc")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(done_op("op-2")))
+        .expect(1)
+        .named("the health check's delete")
+        .mount(&server)
+        .await;
+    let compute = compute_for(&server).await;
+    let desired = model::HealthCheck::new().set_name("k8s1-hc");
+    let err = health_checks::ensure(&compute, &desired, &mut Changes::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.compute_kind(), Some(ErrorKind::Forbidden), "{err}");
+    assert!(
+        chain(&err).contains("compute.globalOperations.get"),
+        "{err}"
+    );
+    let mut changes = Changes::new();
+    health_checks::delete(&compute, "k8s1-hc", &mut changes)
+        .await
+        .unwrap();
+    assert_eq!(changes.len(), 1, "the delete is reported: {changes:?}");
 }
