@@ -80,17 +80,35 @@ fn valid_host(v: &[u8]) -> bool {
 /// a port of one or more digits: a subset of what [`valid_authority_host`] accepts (such a value
 /// is an `Authority` with one colon and no user information, brackets or `%`), checked without
 /// parsing.
+///
+/// One loop over the name's bytes with a table lookup each: a search for the colon and then a
+/// check of each byte by comparisons cost about 250 instructions per request for
+/// `shop.example`.
 fn plain_host(v: &[u8]) -> bool {
-    let (name, port) = match v.iter().position(|&b| b == b':') {
-        Some(i) => (&v[..i], Some(&v[i + 1..])),
-        None => (v, None),
-    };
-    !name.is_empty()
-        && name
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
-        && port.is_none_or(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit))
+    let name = v.iter().take_while(|&&b| NAME_BYTE[b as usize]).count();
+    match v.get(name) {
+        _ if name == 0 => false,
+        None => true,
+        // The first byte that is not a name byte must be the colon before the port.
+        Some(b':') => {
+            let port = &v[name + 1..];
+            !port.is_empty() && port.iter().all(u8::is_ascii_digit)
+        }
+        Some(_) => false,
+    }
 }
+
+/// The bytes of a plain host name: ASCII letters, digits, `.` and `-`.
+const NAME_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = b.is_ascii_alphanumeric() || b == b'.' || b == b'-';
+        i += 1;
+    }
+    t
+};
 
 /// [`valid_host`] for any value: parsed as an `Authority`.
 fn valid_authority_host(v: &[u8]) -> bool {
@@ -293,6 +311,46 @@ mod tests {
         for h in ["shop.example", "shop.example:8080", "127.0.0.1:80"] {
             assert!(plain_host(h.as_bytes()), "{h:?}");
         }
+    }
+
+    /// The table-driven [`plain_host`] agrees with the definition it replaced (the name before
+    /// the first colon of letters, digits, `.` and `-`, non-empty; a port, if any, of one or
+    /// more digits) on every value of up to 6 bytes over the bytes that matter.
+    #[test]
+    fn plain_host_agrees_with_its_definition() {
+        let definition = |v: &[u8]| {
+            let (name, port) = match v.iter().position(|&b| b == b':') {
+                Some(i) => (&v[..i], Some(&v[i + 1..])),
+                None => (v, None),
+            };
+            !name.is_empty()
+                && name
+                    .iter()
+                    .all(|&b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+                && port.is_none_or(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit))
+        };
+        let alphabet = *b"aZ1.-:_@";
+        let mut checked = 0;
+        for len in 0..=6u32 {
+            for n in 0..alphabet.len().pow(len) {
+                let mut k = n;
+                let v: Vec<u8> = (0..len)
+                    .map(|_| {
+                        let b = alphabet[k % alphabet.len()];
+                        k /= alphabet.len();
+                        b
+                    })
+                    .collect();
+                assert_eq!(
+                    plain_host(&v),
+                    definition(&v),
+                    "{:?}",
+                    String::from_utf8_lossy(&v)
+                );
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, (0..=6).map(|l| 8usize.pow(l)).sum::<usize>());
     }
 
     #[test]

@@ -306,6 +306,36 @@ fn paths_are_normalized_per_rfc_3986() {
     ));
 }
 
+/// The one-pass check that lets a path through unchanged agrees with the definition it
+/// replaced (no `%`, no segment that is `.` or `..`) on every path of up to 7 characters over
+/// the bytes that matter.
+#[test]
+fn the_fast_check_agrees_with_the_definition_of_a_normal_path() {
+    let alphabet = [b'/', b'.', b'%', b'a'];
+    let mut checked = 0;
+    for len in 0..=7u32 {
+        for n in 0..alphabet.len().pow(len) {
+            let mut k = n;
+            let path: String = (0..len)
+                .map(|_| {
+                    let c = alphabet[k % alphabet.len()] as char;
+                    k /= alphabet.len();
+                    c
+                })
+                .collect();
+            let definition =
+                !path.contains('%') && !path.split('/').any(|seg| seg == "." || seg == "..");
+            assert_eq!(
+                super::paths::is_normal(path.as_bytes()),
+                definition,
+                "{path:?}"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, (0..=7).map(|l| 4usize.pow(l)).sum::<usize>());
+}
+
 #[test]
 fn method_matches_header_actions_timeouts_mirrors_and_aborts_compile() {
     let rule = |extra: serde_json::Value| {
