@@ -44,8 +44,8 @@ pub const SESSION_SECS: u64 = 3600;
 pub const ASSERTION_SECS: u64 = 600;
 /// How long a signed header is reused for the same user and audience, in seconds.
 pub const ASSERTION_REUSE_SECS: u64 = 60;
-/// Signed headers kept for reuse; the cache is emptied when full (one per user and backend
-/// service signed in the last [`ASSERTION_REUSE_SECS`]).
+/// Signed headers (one per user and backend service signed in the last
+/// [`ASSERTION_REUSE_SECS`]) and checked session cookies kept; each cache is emptied when full.
 const ASSERTION_CACHE_MAX: usize = 10_000;
 /// `iss` of the signed header.
 pub const ISSUER: &str = "https://cloud.google.com/iap";
@@ -119,6 +119,9 @@ pub struct State {
     accessors: RwLock<BTreeMap<String, BTreeSet<String>>>,
     /// (email, audience) -> (`iat`, the signed header) of the newest one.
     assertions: Mutex<HashMap<(String, String), (u64, String)>>,
+    /// Session cookies whose signature checked -> (email, `exp`): the check is the same for
+    /// the same token, so only `exp` is read again.
+    sessions: Mutex<HashMap<String, (String, u64)>>,
 }
 
 impl std::fmt::Debug for State {
@@ -174,6 +177,7 @@ impl State {
             jwks,
             accessors: RwLock::default(),
             assertions: Mutex::default(),
+            sessions: Mutex::default(),
         }
     }
 
@@ -274,12 +278,23 @@ impl State {
             .filter_map(|kv| kv.trim().split_once('='))
             .find(|(k, _)| *k == SESSION_COOKIE)?
             .1;
-        let v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);
-        let mut v = v;
+        let now = now();
+        if let Some((email, exp)) = self.sessions.lock().expect("poisoned").get(token) {
+            // jsonwebtoken's rule without leeway: expired once `exp` is behind the clock.
+            return (*exp >= now).then(|| email.clone());
+        }
+        let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);
         v.required_spec_claims = ["exp".to_string()].into();
-        jsonwebtoken::decode::<Session>(token, &self.session_check, &v)
-            .ok()
-            .map(|d| d.claims.email)
+        v.leeway = 0;
+        let claims = jsonwebtoken::decode::<Session>(token, &self.session_check, &v)
+            .ok()?
+            .claims;
+        let mut cache = self.sessions.lock().expect("poisoned");
+        if cache.len() >= ASSERTION_CACHE_MAX {
+            cache.clear();
+        }
+        cache.insert(token.to_string(), (claims.email.clone(), claims.exp));
+        Some(claims.email)
     }
 }
 
@@ -430,6 +445,49 @@ mod tests {
         let other: jsonwebtoken::jwk::JwkSet = serde_json::from_value(State::new().jwks()).unwrap();
         let k2 = jsonwebtoken::DecodingKey::from_jwk(&other.keys[0]).unwrap();
         assert!(jsonwebtoken::decode::<Claims>(&jwt, &k2, &v).is_err());
+    }
+
+    fn cookie(token: &str) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        let v = format!("other=1; {SESSION_COOKIE}={token}");
+        h.insert(COOKIE, HeaderValue::from_str(&v).unwrap());
+        h
+    }
+
+    #[test]
+    fn session_cookies_are_checked_once_and_expire_from_the_cache_too() {
+        let s = State::new();
+        let token = s.session("alice@example.com");
+        assert_eq!(
+            s.session_email(&cookie(&token)).as_deref(),
+            Some("alice@example.com")
+        );
+        // The second look is the cache's: it answers the same.
+        assert_eq!(
+            s.session_email(&cookie(&token)).as_deref(),
+            Some("alice@example.com")
+        );
+        // A token whose signature does not check is refused, cached tokens or not.
+        let forged = format!("{}x", &token[..token.len() - 1]);
+        assert_eq!(s.session_email(&cookie(&forged)), None);
+        // Expired, whether checked now or cached earlier.
+        let expired = jsonwebtoken::encode(
+            &jsonwebtoken::Header::default(),
+            &Session {
+                email: "bob@example.com".into(),
+                exp: now() - 1,
+            },
+            &s.session_key,
+        )
+        .unwrap();
+        assert_eq!(s.session_email(&cookie(&expired)), None);
+        s.sessions
+            .lock()
+            .unwrap()
+            .get_mut(&token)
+            .expect("cached")
+            .1 = now() - 1;
+        assert_eq!(s.session_email(&cookie(&token)), None);
     }
 
     #[test]
