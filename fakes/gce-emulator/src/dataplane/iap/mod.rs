@@ -18,9 +18,13 @@
 //!   `x-goog-authenticated-user-id: accounts.google.com:ID`. Values a client sends in these
 //!   headers are replaced, never passed on. The public key is published as a JWK set at
 //!   `GET /_emulator/iap/public_key-jwk` (Google's is at gstatic.com/iap/verify/public_key-jwk).
+//! - A signed header is reused for the same user and backend service for up to
+//!   [`ASSERTION_REUSE_SECS`] (so `iat` is at most that old and `exp` at least 9 minutes
+//!   ahead, what a backend checks): an ES256 signature costs about 400,000 instructions, 15
+//!   times a whole proxied request (docs/emulator-dataplane.md, the per-feature cost table).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::RwLock;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -38,6 +42,11 @@ pub const SESSION_COOKIE: &str = "GCP_IAP_AUTH_TOKEN";
 pub const SESSION_SECS: u64 = 3600;
 /// Lifetime of a signed header JWT, in seconds (Google's are valid 10 minutes).
 pub const ASSERTION_SECS: u64 = 600;
+/// How long a signed header is reused for the same user and audience, in seconds.
+pub const ASSERTION_REUSE_SECS: u64 = 60;
+/// Signed headers (one per user and backend service signed in the last
+/// [`ASSERTION_REUSE_SECS`]) and checked session cookies kept; each cache is emptied when full.
+const ASSERTION_CACHE_MAX: usize = 10_000;
 /// `iss` of the signed header.
 pub const ISSUER: &str = "https://cloud.google.com/iap";
 
@@ -108,6 +117,11 @@ pub struct State {
     kid: String,
     jwks: Value,
     accessors: RwLock<BTreeMap<String, BTreeSet<String>>>,
+    /// (email, audience) -> (`iat`, the signed header) of the newest one.
+    assertions: Mutex<HashMap<(String, String), (u64, String)>>,
+    /// Session cookies whose signature checked -> (email, `exp`): the check is the same for
+    /// the same token, so only `exp` is read again.
+    sessions: Mutex<HashMap<String, (String, u64)>>,
 }
 
 impl std::fmt::Debug for State {
@@ -162,6 +176,8 @@ impl State {
             kid,
             jwks,
             accessors: RwLock::default(),
+            assertions: Mutex::default(),
+            sessions: Mutex::default(),
         }
     }
 
@@ -206,9 +222,30 @@ impl State {
             .any(|s| m.get(*s).is_some_and(|set| set.contains(&e)))
     }
 
-    /// A signed header for `email` and `audience`, valid [`ASSERTION_SECS`].
+    /// A signed header for `email` and `audience`, valid [`ASSERTION_SECS`]: the one signed
+    /// for them in the last [`ASSERTION_REUSE_SECS`], else a new one.
     pub fn assertion(&self, email: &str, audience: &str) -> String {
-        let iat = now();
+        self.assertion_at(email, audience, now())
+    }
+
+    /// [`State::assertion`] at `now` (Unix seconds).
+    fn assertion_at(&self, email: &str, audience: &str, now: u64) -> String {
+        let key = (email.to_string(), audience.to_string());
+        if let Some((iat, jwt)) = self.assertions.lock().expect("poisoned").get(&key) {
+            if now >= *iat && now - iat < ASSERTION_REUSE_SECS {
+                return jwt.clone();
+            }
+        }
+        let jwt = self.sign(email, audience, now);
+        let mut cache = self.assertions.lock().expect("poisoned");
+        if cache.len() >= ASSERTION_CACHE_MAX {
+            cache.clear();
+        }
+        cache.insert(key, (now, jwt.clone()));
+        jwt
+    }
+
+    fn sign(&self, email: &str, audience: &str, iat: u64) -> String {
         let claims = Claims {
             iss: ISSUER.into(),
             aud: audience.into(),
@@ -241,12 +278,23 @@ impl State {
             .filter_map(|kv| kv.trim().split_once('='))
             .find(|(k, _)| *k == SESSION_COOKIE)?
             .1;
-        let v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);
-        let mut v = v;
+        let now = now();
+        if let Some((email, exp)) = self.sessions.lock().expect("poisoned").get(token) {
+            // jsonwebtoken's rule without leeway: expired once `exp` is behind the clock.
+            return (*exp >= now).then(|| email.clone());
+        }
+        let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);
         v.required_spec_claims = ["exp".to_string()].into();
-        jsonwebtoken::decode::<Session>(token, &self.session_check, &v)
-            .ok()
-            .map(|d| d.claims.email)
+        v.leeway = 0;
+        let claims = jsonwebtoken::decode::<Session>(token, &self.session_check, &v)
+            .ok()?
+            .claims;
+        let mut cache = self.sessions.lock().expect("poisoned");
+        if cache.len() >= ASSERTION_CACHE_MAX {
+            cache.clear();
+        }
+        cache.insert(token.to_string(), (claims.email.clone(), claims.exp));
+        Some(claims.email)
     }
 }
 
@@ -397,5 +445,77 @@ mod tests {
         let other: jsonwebtoken::jwk::JwkSet = serde_json::from_value(State::new().jwks()).unwrap();
         let k2 = jsonwebtoken::DecodingKey::from_jwk(&other.keys[0]).unwrap();
         assert!(jsonwebtoken::decode::<Claims>(&jwt, &k2, &v).is_err());
+    }
+
+    fn cookie(token: &str) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        let v = format!("other=1; {SESSION_COOKIE}={token}");
+        h.insert(COOKIE, HeaderValue::from_str(&v).unwrap());
+        h
+    }
+
+    #[test]
+    fn session_cookies_are_checked_once_and_expire_from_the_cache_too() {
+        let s = State::new();
+        let token = s.session("alice@example.com");
+        assert_eq!(
+            s.session_email(&cookie(&token)).as_deref(),
+            Some("alice@example.com")
+        );
+        // The second look is the cache's: it answers the same.
+        assert_eq!(
+            s.session_email(&cookie(&token)).as_deref(),
+            Some("alice@example.com")
+        );
+        // A token whose signature does not check is refused, cached tokens or not.
+        let forged = format!("{}x", &token[..token.len() - 1]);
+        assert_eq!(s.session_email(&cookie(&forged)), None);
+        // Expired, whether checked now or cached earlier.
+        let expired = jsonwebtoken::encode(
+            &jsonwebtoken::Header::default(),
+            &Session {
+                email: "bob@example.com".into(),
+                exp: now() - 1,
+            },
+            &s.session_key,
+        )
+        .unwrap();
+        assert_eq!(s.session_email(&cookie(&expired)), None);
+        s.sessions
+            .lock()
+            .unwrap()
+            .get_mut(&token)
+            .expect("cached")
+            .1 = now() - 1;
+        assert_eq!(s.session_email(&cookie(&token)), None);
+    }
+
+    #[test]
+    fn a_signed_header_is_reused_for_a_minute_per_user_and_audience() {
+        let s = State::new();
+        let (alice, aud) = ("alice@example.com", "/projects/1/global/backendServices/2");
+        let t = 1_900_000_000;
+        let first = s.assertion_at(alice, aud, t);
+        assert_eq!(
+            s.assertion_at(alice, aud, t + ASSERTION_REUSE_SECS - 1),
+            first
+        );
+        // ECDSA signatures are randomized: a new signature is a different string.
+        assert_ne!(s.assertion_at("bob@example.com", aud, t), first);
+        assert_ne!(
+            s.assertion_at(alice, "/projects/1/global/backendServices/3", t),
+            first
+        );
+        let later = s.assertion_at(alice, aud, t + ASSERTION_REUSE_SECS);
+        assert_ne!(later, first);
+        let claims = |jwt: &str| -> Claims {
+            let payload = jwt.split('.').nth(1).unwrap();
+            let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(payload)
+                .unwrap();
+            serde_json::from_slice(&raw).unwrap()
+        };
+        assert_eq!(claims(&later).iat, t + ASSERTION_REUSE_SECS);
+        assert_eq!(claims(&first).iat, t);
     }
 }
