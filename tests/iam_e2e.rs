@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use support::*;
 
 /// The operator's Google service account (Workload Identity's `iam.gke.io/gcp-service-account`).
-const GSA: &str = "gclb-operator@p1.iam.gserviceaccount.com";
+use support::iam::{start_with_operator_account, OPERATOR_GSA as GSA, SLOW_OPERATIONS};
 /// The custom role docs/install.md creates from deploy/iam/gclb-operator-role.yaml.
 fn role() -> String {
     format!("projects/{PROJECT}/roles/gclbOperator")
@@ -107,18 +107,7 @@ fn run_hint(sys: &System, command: &str) -> Result<String> {
 
 #[test]
 fn workload_identity_tokens_refresh_and_a_missing_permission_is_named_and_fixed() -> Result<()> {
-    let mut sys = System::start_with(Options {
-        emulator_args: &[
-            "--port-map",
-            "80=0,443=0",
-            "--token-lifetime-sec",
-            "3",
-            "--metadata-service-account",
-            GSA,
-        ],
-        iam: true,
-        ..Options::default()
-    })?;
+    let mut sys = start_with_operator_account(&["--token-lifetime-sec", "3"])?;
     // The operator's account holds deploy/iam's role but for one permission.
     let yaml = role_yaml()?;
     define_role(&sys, "gclbOperator", yaml.clone())?;
@@ -282,16 +271,7 @@ fn granted_to(sys: &System, member: &str) -> Result<u64> {
 
 #[test]
 fn a_revoked_token_is_refreshed_once_and_the_sync_succeeds() -> Result<()> {
-    let mut sys = System::start_with(Options {
-        emulator_args: &[
-            "--port-map",
-            "80=0,443=0",
-            "--metadata-service-account",
-            GSA,
-        ],
-        iam: true,
-        ..Options::default()
-    })?;
+    let mut sys = start_with_operator_account(&[])?;
     define_role(&sys, "gclbOperator", role_yaml()?)?;
     let member = format!("serviceAccount:{GSA}");
     bind(&sys, &member, &role())?;
@@ -356,12 +336,6 @@ fn a_revoked_token_is_refreshed_once_and_the_sync_succeeds() -> Result<()> {
     Ok(())
 }
 
-/// The emulator's slow cloud with Operations only: a mutation's Operation is RUNNING for a
-/// moment, so the operator waits on it (`globalOperations.wait`, which IAM checks as
-/// `compute.globalOperations.get`; docs/performance.md, "The slow cloud").
-const SLOW_OPERATIONS: &str =
-    r#"{"operations": {"global": {"runningMs": 30}, "zonal": {"runningMs": 30}}}"#;
-
 /// What the operator may have made in the project's global collections and the zone's NEGs,
 /// as `collection/name` (the firewall rule and the network's defaults too: compare with a
 /// baseline).
@@ -395,18 +369,7 @@ fn cloud_resources(sys: &System) -> Result<Vec<String>> {
 /// was refused, and left them until its state cache listed them again).
 #[test]
 fn an_insert_whose_operation_wait_is_refused_is_deleted_with_the_ingress() -> Result<()> {
-    let mut sys = System::start_with(Options {
-        emulator_args: &[
-            "--port-map",
-            "80=0,443=0",
-            "--metadata-service-account",
-            GSA,
-            "--slow-cloud",
-            SLOW_OPERATIONS,
-        ],
-        iam: true,
-        ..Options::default()
-    })?;
+    let mut sys = start_with_operator_account(&["--slow-cloud", SLOW_OPERATIONS])?;
     let all = support::iam::role_permissions()?;
     let without: Vec<String> = all
         .iter()

@@ -46,23 +46,15 @@ use anyhow::{bail, Context, Result};
 use iam_report::{diff, proof, render, verdicts, Phase, Row, TIMING, UNREACHED};
 use iam_scenarios::{Scenario, ALL};
 use reqwest::Method;
-use support::iam::{role_permissions, Counts};
+use support::iam::{role_permissions, start_with_operator_account, Counts, SLOW_OPERATIONS};
 use support::*;
 
-const GSA: &str = "gclb-operator@p1.iam.gserviceaccount.com";
 const MEMBER: &str = "serviceAccount:gclb-operator@p1.iam.gserviceaccount.com";
 const ROLE_ID: &str = "underTest";
 const REPORT: &str = "deploy/iam/permission-report.md";
 /// How long a removal run waits, after the phase completed, for a refusal by what runs beside
 /// it (health polling, garbage collection), and after a refusal for the object to say so.
 const GRACE: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// The emulator's slow cloud with Operations only (no latency, no quota): a mutation's
-/// Operation is RUNNING for a moment, so the operator waits on it (`globalOperations.wait`,
-/// `zoneOperations.wait`, which IAM checks as `*Operations.get`; docs/performance.md, "The
-/// slow cloud").
-const SLOW_OPERATIONS: &str =
-    r#"{"operations": {"global": {"runningMs": 30}, "zonal": {"runningMs": 30}}}"#;
 
 /// Removals `make test` runs (one create-phase, one delete-phase, one HTTPS, one regional).
 const FAST_REMOVALS: &[&str] = &[
@@ -93,18 +85,7 @@ struct Stack {
 
 impl Stack {
     fn start(gateway: bool) -> Result<Stack> {
-        let mut sys = System::start_with(Options {
-            emulator_args: &[
-                "--port-map",
-                "80=0,443=0",
-                "--metadata-service-account",
-                GSA,
-                "--slow-cloud",
-                SLOW_OPERATIONS,
-            ],
-            iam: true,
-            ..Options::default()
-        })?;
+        let mut sys = start_with_operator_account(&["--slow-cloud", SLOW_OPERATIONS])?;
         sys.define_role(ROLE_ID, &role_permissions()?)?;
         sys.bind(Method::POST, MEMBER, &role_name())?;
         iam_scenarios::prepare(&sys, gateway)?;

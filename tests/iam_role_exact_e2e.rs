@@ -29,10 +29,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{bail, Context, Result};
 use reqwest::Method;
-use support::iam::role_permissions;
+use support::iam::{role_permissions, start_with_operator_account, OPERATOR_GSA as GSA};
 use support::*;
 
-const GSA: &str = "gclb-operator@p1.iam.gserviceaccount.com";
 fn under_test() -> String {
     format!("projects/{PROJECT}/roles/underTest")
 }
@@ -54,16 +53,7 @@ fn usage(sys: &System, reset: bool) -> Result<BTreeMap<String, (u64, u64)>> {
 /// The emulator with `--iam`, the operator bound to [`under_test`] = deploy/iam's role, and
 /// the example's Services and Pods (not yet the Ingress).
 fn stack() -> Result<System> {
-    let mut sys = System::start_with(Options {
-        emulator_args: &[
-            "--port-map",
-            "80=0,443=0",
-            "--metadata-service-account",
-            GSA,
-        ],
-        iam: true,
-        ..Options::default()
-    })?;
+    let mut sys = start_with_operator_account(&[])?;
     define_under_test(&sys, &role_permissions()?)?;
     binding(&sys, Method::POST, &under_test())?;
     let examples = repo_root().join("docs/examples");

@@ -15,6 +15,38 @@ use super::{System, PROJECT};
 /// enforces IAM ([`super::Options::iam`]).
 pub const LOCAL_ADMIN: &str = "local-admin@p1.iam.gserviceaccount.com";
 
+/// The operator's Google service account in the IAM tests: the emulator's metadata server
+/// hands out its tokens (`--metadata-service-account`, Workload Identity's path).
+pub const OPERATOR_GSA: &str = "gclb-operator@p1.iam.gserviceaccount.com";
+
+/// The emulator's slow cloud with Operations only (no latency, no quota): a mutation's
+/// Operation is RUNNING for a moment, so the operator waits on it (`globalOperations.wait`,
+/// `zoneOperations.wait`, which IAM checks as `*Operations.get`; docs/performance.md, "The
+/// slow cloud"). For `--slow-cloud`.
+pub const SLOW_OPERATIONS: &str =
+    r#"{"operations": {"global": {"runningMs": 30}, "zonal": {"runningMs": 30}}}"#;
+
+/// A stack whose emulator enforces IAM ([`super::Options::iam`]) and whose metadata server
+/// serves [`OPERATOR_GSA`]'s tokens to the operator, on ports the kernel picks
+/// (`--port-map 80=0,443=0`), with `extra` emulator flags. The operator holds nothing until
+/// the test binds its account.
+///
+/// Errors: as [`System::start_with`].
+pub fn start_with_operator_account(extra: &[&str]) -> Result<System> {
+    let mut args = vec![
+        "--port-map",
+        "80=0,443=0",
+        "--metadata-service-account",
+        OPERATOR_GSA,
+    ];
+    args.extend_from_slice(extra);
+    System::start_with(super::Options {
+        emulator_args: &args,
+        iam: true,
+        ..super::Options::default()
+    })
+}
+
 /// Points `cmd`'s Application Default Credentials at the emulator's metadata server (served on
 /// its API port, `compute_url` `http://127.0.0.1:PORT/`), as GKE's Workload Identity serves
 /// them: `GCE_METADATA_HOST`, no `GOOGLE_APPLICATION_CREDENTIALS`, and a `HOME` (`home`)
