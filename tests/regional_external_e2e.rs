@@ -23,7 +23,7 @@ mod support;
 use anyhow::{Context, Result};
 use base64::Engine;
 use serde_json::Value;
-use support::regional::REGION;
+use support::regional::{wait_for_https_redirect, REGION};
 use support::*;
 
 const HOST: &str = "your-store.example";
@@ -61,29 +61,8 @@ fn https_with_redirect(sys: &System, ip: &str) -> Result<()> {
         b64(&key)
     ))?;
     let http = sys.wait_for_listener(ip, 80)?;
-    let client = reqwest::blocking::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .pool_max_idle_per_host(0)
-        .build()?;
-    wait_for("a 301 to https on the regional HTTP rule", DEADLINE, || {
-        let r = client
-            .get(format!("http://{http}/products?x=1"))
-            .header("host", HOST)
-            .send()?;
-        let status = r.status().as_u16();
-        let location = r
-            .headers()
-            .get("location")
-            .and_then(|l| l.to_str().ok())
-            .unwrap_or_default()
-            .to_string();
-        if status == 301 && location == format!("https://{HOST}/products?x=1") {
-            Ok(Some(()))
-        } else {
-            Err(anyhow::anyhow!("got {status} Location {location:?}"))
-        }
-    })
-    .with_context(|| sys.logs())?;
+    wait_for_https_redirect("the regional HTTP rule", &http, HOST, "/products?x=1")
+        .with_context(|| sys.logs())?;
     let https = wait_for(&format!("a listener on {ip}:443"), DEADLINE, || {
         sys.listener_for(ip, 443)
     })

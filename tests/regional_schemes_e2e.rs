@@ -17,7 +17,7 @@ mod support;
 
 use anyhow::{anyhow, Context, Result};
 use serde_json::Value;
-use support::regional::REGION;
+use support::regional::{wait_for_https_redirect, REGION};
 use support::tls::{https_get_with, self_signed, trusting};
 use support::*;
 
@@ -198,29 +198,8 @@ fn internal_redirect(sys: &System) -> Result<()> {
         b64(&key)
     ))?;
     let plain = sys.wait_for_listener(&vip, 80)?;
-    let client = reqwest::blocking::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .pool_max_idle_per_host(0)
-        .build()?;
-    wait_for("a 301 to https on the internal HTTP rule", DEADLINE, || {
-        let r = client
-            .get(format!("http://{plain}/products"))
-            .header("host", HOST)
-            .send()?;
-        let status = r.status().as_u16();
-        let location = r
-            .headers()
-            .get("location")
-            .and_then(|l| l.to_str().ok())
-            .unwrap_or_default()
-            .to_string();
-        if status == 301 && location == format!("https://{HOST}/products") {
-            Ok(Some(()))
-        } else {
-            Err(anyhow!("got {status} Location {location:?}"))
-        }
-    })
-    .with_context(|| sys.logs())?;
+    wait_for_https_redirect("the internal HTTP rule", &plain, HOST, "/products")
+        .with_context(|| sys.logs())?;
     let secure = sys.wait_for_listener(&vip, 443)?;
     let verified = trusting(&cert)?;
     let response = wait_for("HTTPS through the internal address", DEADLINE, || {
