@@ -374,7 +374,11 @@ async fn cascading_deletes_follow_the_propagation_policy() -> anyhow::Result<()>
     let pods = cluster.pods("default");
     let of = |name: &str| ListParams::default().labels(&format!("run={name}"));
 
-    kubectl_ok(&cluster, &["delete", "deployment", "bg"], None);
+    kubectl_ok(
+        &cluster,
+        &["delete", "deployment", "bg", "--timeout=90s"],
+        None,
+    );
     eventually(
         "background: the ReplicaSet and Pod go after the Deployment",
         || async {
@@ -388,7 +392,13 @@ async fn cascading_deletes_follow_the_propagation_policy() -> anyhow::Result<()>
     // kubectl waits for the Deployment to be gone; in the foreground it goes last.
     kubectl_ok(
         &cluster,
-        &["delete", "deployment", "fg", "--cascade=foreground"],
+        &[
+            "delete",
+            "deployment",
+            "fg",
+            "--cascade=foreground",
+            "--timeout=90s",
+        ],
         None,
     );
     assert!(
@@ -402,7 +412,13 @@ async fn cascading_deletes_follow_the_propagation_policy() -> anyhow::Result<()>
 
     kubectl_ok(
         &cluster,
-        &["delete", "deployment", "orphan", "--cascade=orphan"],
+        &[
+            "delete",
+            "deployment",
+            "orphan",
+            "--cascade=orphan",
+            "--timeout=90s",
+        ],
         None,
     );
     let kept = sets.list(&of("orphan")).await?.items;

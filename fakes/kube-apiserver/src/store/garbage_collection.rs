@@ -7,13 +7,13 @@
 //!   ([`super::Store`]'s removal cascades).
 //! - `Orphan`: the dependents lose their ownerReference to the owner and stay.
 //! - `Foreground`: the owner stays, with `deletionTimestamp` and the `foregroundDeletion`
-//!   finalizer, while its dependents are deleted (foreground too); it goes once no dependent
-//!   with `blockOwnerDeletion: true` is left (a Deployment outlives its ReplicaSets, which
-//!   outlive their terminating Pods).
-//! - An object created with a controller reference (`controller` and `blockOwnerDeletion`, as
-//!   controllers set them) to an owner that no longer exists is deleted at once, as the garbage
-//!   collector deletes dependents whose owners are gone (a controller that raced its owner's
-//!   deletion must not leave a ReplicaSet or Pod behind).
+//!   finalizer, while the collector attempts to delete each dependent
+//!   ([`Store::attempt_to_delete`]); it goes once no dependent with `blockOwnerDeletion: true`
+//!   is left (a Deployment outlives its ReplicaSets, which outlive their terminating Pods).
+//! - Objects created later are attempted too: one whose owners are all gone or waiting goes
+//!   at once. A ReplicaSet controller whose cache has not yet seen its ReplicaSet's deletion
+//!   replaces a terminating Pod; without this the new Pod would hold the ReplicaSet, so the
+//!   Deployment and `kubectl delete --cascade=foreground`, for ever.
 
 use chrono::Utc;
 use serde_json::{json, Value};
@@ -26,6 +26,17 @@ use crate::registry::ResourceInfo;
 /// The finalizer of an owner waiting for its dependents.
 pub const FOREGROUND_DELETION: &str = "foregroundDeletion";
 
+/// An owner as the garbage collector classifies it for one of its dependents.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OwnerState {
+    /// No object with the reference's uid.
+    Gone,
+    /// Being deleted in the foreground (`foregroundDeletion` finalizer).
+    Waiting,
+    /// Exists and is not waiting for its dependents.
+    Solid,
+}
+
 fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
     obj["metadata"]["ownerReferences"]
         .as_array()
@@ -35,31 +46,92 @@ fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
 }
 
 impl Store {
-    /// Deletes `obj` (just created) when its controller reference names an owner that is gone.
-    pub(super) fn collect_if_owner_gone(
-        &self,
-        inner: &mut MutexGuard<'_, Inner>,
-        res: &ResourceInfo,
-        ns: &str,
-        obj: &Value,
-    ) -> bool {
-        let Some(owner) = obj["metadata"]["ownerReferences"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|r| r["controller"] == json!(true) && r["blockOwnerDeletion"] == json!(true))
-        else {
-            return false;
+    /// How the garbage collector sees the owner named by reference `r` of an object in `ns`
+    /// (`classifyReferences` in kube-controller-manager's garbagecollector).
+    fn owner_state(inner: &Inner, ns: &str, r: &Value) -> OwnerState {
+        inner
+            .objects
+            .iter()
+            .find(|((_, ons, _), o)| {
+                (ons == ns || ons.is_empty()) && o["metadata"]["uid"] == r["uid"]
+            })
+            .map_or(OwnerState::Gone, |(_, o)| {
+                if finalizers(o).iter().any(|f| f == FOREGROUND_DELETION) {
+                    OwnerState::Waiting
+                } else {
+                    OwnerState::Solid
+                }
+            })
+    }
+
+    /// The garbage collector's `attemptToDeleteItem` for the dependent at `key`, run when it
+    /// was created and when an owner of it starts waiting in the foreground:
+    /// - with a solid owner (existing, not waiting for dependents), its references to gone
+    ///   and waiting owners are removed and it stays;
+    /// - else, with an owner waiting, it is deleted (in the foreground when it has dependents
+    ///   itself, as the collector does);
+    /// - else (every owner gone) it is deleted when its controller reference blocks owner
+    ///   deletion, as controllers set it. Narrower than the collector, which deletes any
+    ///   object whose owners are all gone: tests and users of `--no-local-controllers` write
+    ///   references to owners they never create.
+    pub(super) fn attempt_to_delete(&self, inner: &mut MutexGuard<'_, Inner>, key: &Key) {
+        let Some(obj) = inner.objects.get(key).cloned() else {
+            return;
         };
-        let exists = inner.objects.iter().any(|((_, ons, _), o)| {
-            (ons == ns || ons.is_empty()) && o["metadata"]["uid"] == owner["uid"]
-        });
-        if exists {
-            return false;
+        let Some(res) = self.registry.by_storage(&key.0).into_iter().next() else {
+            return;
+        };
+        let (_, ns, name) = key;
+        let refs: Vec<Value> = obj["metadata"]["ownerReferences"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let states: Vec<OwnerState> = refs
+            .iter()
+            .map(|r| Self::owner_state(inner, ns, r))
+            .collect();
+        if states.contains(&OwnerState::Solid) {
+            let kept: Vec<Value> = refs
+                .iter()
+                .zip(&states)
+                .filter(|(_, s)| **s == OwnerState::Solid)
+                .map(|(r, _)| r.clone())
+                .collect();
+            if kept.len() == refs.len() {
+                return;
+            }
+            let mut new = obj.clone();
+            metadata_mut(&mut new).insert("ownerReferences".into(), json!(kept));
+            self.commit(
+                inner,
+                ChangeType::Modified,
+                &res,
+                ns,
+                name,
+                new,
+                Some(obj.clone()),
+            );
+            self.release_foreground_owners(inner, &obj);
+            return;
         }
-        let name = meta::name(obj).to_string();
-        self.delete_locked(inner, res, ns, &name, &DeleteOptions::default())
-            .is_ok()
+        let policy = if states.contains(&OwnerState::Waiting) {
+            let uid = meta::str_field(&obj, "uid").to_string();
+            let has_dependents = !self.dependents(inner, &res, ns, &uid).is_empty();
+            has_dependents.then(|| "Foreground".to_string())
+        } else if refs
+            .iter()
+            .any(|r| r["controller"] == json!(true) && r["blockOwnerDeletion"] == json!(true))
+        {
+            None
+        } else {
+            return;
+        };
+        let opts = DeleteOptions {
+            propagation_policy: policy,
+            ..DeleteOptions::default()
+        };
+        // Removal releases an owner it was the last blocking dependent of (remove_locked).
+        let _ = self.delete_locked(inner, &res, ns, name, &opts);
     }
 
     /// The objects owned by `uid` (in `ns`, or anywhere for a cluster-scoped owner), with
@@ -162,14 +234,8 @@ impl Store {
             marked,
             Some(old),
         );
-        let foreground = DeleteOptions {
-            propagation_policy: Some("Foreground".into()),
-            ..DeleteOptions::default()
-        };
-        for ((storage, dns, dname), _) in self.dependents(inner, res, ns, &uid) {
-            if let Some(dres) = self.registry.by_storage(&storage).into_iter().next() {
-                let _ = self.delete_locked(inner, &dres, &dns, &dname, &foreground);
-            }
+        for (key, _) in self.dependents(inner, res, ns, &uid) {
+            self.attempt_to_delete(inner, &key);
         }
         self.release_foreground_owners_of(inner, &[uid]);
         inner

@@ -277,7 +277,7 @@ impl Store {
             crds::establish(&mut obj).map_err(|e| invalid(res, &name, e.field(), e.to_string()))?;
         }
         let stored = self.commit(&mut inner, ChangeType::Added, res, ns, &name, obj, None);
-        self.collect_if_owner_gone(&mut inner, res, ns, &stored);
+        self.attempt_to_delete(&mut inner, &key);
         self.sync_crd(&inner, res, &stored);
         if res.storage == "/namespaces" {
             self.namespace_created(&mut inner, &name);
