@@ -1,0 +1,98 @@
+//! The local API's garbage collection over raw HTTPS, as kube-controller-manager's garbage
+//! collector does it (cascading deletes through the real binary and kubectl:
+//! local_workloads.rs).
+
+mod api_support;
+
+use api_support::http::Http;
+use api_support::start;
+use serde_json::{json, Value};
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+fn cm(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}})
+}
+
+/// The garbage collector's `attemptToDeleteItem`: a dependent created while its only owner
+/// waits in the foreground (a ReplicaSet controller replacing a terminating Pod from a cache
+/// that has not seen its ReplicaSet's deletion) is deleted at once, so the owner still goes
+/// when its other dependents do; one that also names a solid owner stays.
+#[tokio::test]
+async fn a_dependent_created_under_a_foreground_deletion_is_collected() {
+    let server = start(&["--no-local-controllers"]);
+    let http = Http::new(&server);
+    let (code, owner) = http.post(CMS, cm("owner")).await;
+    assert_eq!(code, 201, "{owner}");
+    let (_, solid) = http.post(CMS, cm("solid")).await;
+    let dependent = |name: &str, finalizer: bool, owners: Vec<&Value>| {
+        let refs: Vec<Value> = owners
+            .iter()
+            .map(|o| {
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "name": o["metadata"]["name"], "uid": o["metadata"]["uid"],
+                "controller": false, "blockOwnerDeletion": true})
+            })
+            .collect();
+        let mut d = cm(name);
+        d["metadata"]["ownerReferences"] = json!(refs);
+        if finalizer {
+            d["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        }
+        d
+    };
+    // A blocking dependent held by its own finalizer keeps the owner waiting.
+    assert_eq!(
+        http.post(CMS, dependent("held", true, vec![&owner]))
+            .await
+            .0,
+        201
+    );
+    let foreground = json!({"kind": "DeleteOptions", "apiVersion": "v1",
+        "propagationPolicy": "Foreground"});
+    let (code, waiting) = http.delete(&format!("{CMS}/owner"), Some(foreground)).await;
+    assert_eq!(code, 200, "{waiting}");
+    assert_eq!(
+        waiting["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
+
+    let (code, late) = http.post(CMS, dependent("late", false, vec![&owner])).await;
+    assert_eq!(code, 201, "{late}");
+    assert_eq!(
+        http.get(&format!("{CMS}/late")).await.0,
+        404,
+        "a dependent of a waiting owner only is collected at once"
+    );
+    let (code, _) = http
+        .post(CMS, dependent("shared", false, vec![&owner, &solid]))
+        .await;
+    assert_eq!(code, 201);
+    let (code, shared) = http.get(&format!("{CMS}/shared")).await;
+    assert_eq!(code, 200, "a dependent with a solid owner stays");
+    assert_eq!(
+        shared["metadata"]["ownerReferences"][0]["name"], "solid",
+        "and loses its reference to the waiting owner: {shared}"
+    );
+    assert_eq!(
+        shared["metadata"]["ownerReferences"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+
+    let (code, _) = http
+        .patch(
+            &format!("{CMS}/held"),
+            json!({"metadata": {"finalizers": null}}),
+            "application/merge-patch+json",
+        )
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(http.get(&format!("{CMS}/held")).await.0, 404);
+    assert_eq!(
+        http.get(&format!("{CMS}/owner")).await.0,
+        404,
+        "the owner goes with its last blocking dependent"
+    );
+}
