@@ -96,3 +96,48 @@ async fn a_dependent_created_under_a_foreground_deletion_is_collected() {
         "the owner goes with its last blocking dependent"
     );
 }
+
+/// Background deletion (the default): the owner goes at once and each dependent is attempted;
+/// one with only that owner goes, one with a second, solid owner stays and loses only the
+/// reference to the removed owner (`attemptToDeleteItem`'s solid-owner case).
+#[tokio::test]
+async fn a_background_deletion_keeps_a_dependent_with_another_solid_owner() {
+    let server = start(&["--no-local-controllers"]);
+    let http = Http::new(&server);
+    let (_, owner) = http.post(CMS, cm("owner")).await;
+    let (_, solid) = http.post(CMS, cm("solid")).await;
+    let owned_by = |name: &str, owners: &[&Value]| {
+        let mut d = cm(name);
+        d["metadata"]["ownerReferences"] = owners
+            .iter()
+            .map(|o| {
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "name": o["metadata"]["name"], "uid": o["metadata"]["uid"]})
+            })
+            .collect();
+        d
+    };
+    assert_eq!(http.post(CMS, owned_by("only", &[&owner])).await.0, 201);
+    assert_eq!(
+        http.post(CMS, owned_by("shared", &[&owner, &solid]))
+            .await
+            .0,
+        201
+    );
+    let (code, _) = http.delete(&format!("{CMS}/owner"), None).await;
+    assert_eq!(code, 200);
+    assert_eq!(http.get(&format!("{CMS}/owner")).await.0, 404);
+    assert_eq!(
+        http.get(&format!("{CMS}/only")).await.0,
+        404,
+        "a dependent of the removed owner only goes with it"
+    );
+    let (code, shared) = http.get(&format!("{CMS}/shared")).await;
+    assert_eq!(code, 200, "a dependent with a solid owner stays");
+    assert_eq!(
+        shared["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "solid",
+            "uid": solid["metadata"]["uid"]}]),
+        "and names only its solid owner"
+    );
+}

@@ -82,7 +82,8 @@ impl Store {
             Some(obj),
         );
         self.release_foreground_owners(inner, &removed);
-        // Garbage collection (background propagation): delete dependents owned by this uid.
+        // Garbage collection (background propagation): each dependent of this uid is
+        // attempted (deleted unless another owner of it is solid).
         let uid = meta::str_field(&removed, "uid").to_string();
         let dependents: Vec<Key> = inner
             .objects
@@ -95,10 +96,8 @@ impl Store {
             })
             .map(|(k, _)| k.clone())
             .collect();
-        for (storage, dns, dname) in dependents {
-            if let Some(dres) = self.registry.by_storage(&storage).into_iter().next() {
-                let _ = self.delete_locked(inner, &dres, &dns, &dname, &DeleteOptions::default());
-            }
+        for key in dependents {
+            self.attempt_to_delete(inner, &key, true);
         }
         if res.storage == "/namespaces" {
             self.delete_namespace_contents(inner, name);

@@ -3,8 +3,9 @@
 //! finalizer for the request's `propagationPolicy`) and kube-controller-manager's garbage
 //! collector (which acts on them). Behaviour as documented in "Garbage Collection" and
 //! `DeleteOptions.propagationPolicy` (reference kube-api-v1.36):
-//! - `Background` (the default): the owner goes at once; its dependents are deleted after it
-//!   ([`super::Store`]'s removal cascades).
+//! - `Background` (the default): the owner goes at once; then each dependent is attempted
+//!   ([`Store::attempt_to_delete`]): deleted, or, when another owner of it is still solid,
+//!   kept without its reference to the removed owner.
 //! - `Orphan`: the dependents lose their ownerReference to the owner and stay.
 //! - `Foreground`: the owner stays, with `deletionTimestamp` and the `foregroundDeletion`
 //!   finalizer, while the collector attempts to delete each dependent
@@ -65,16 +66,22 @@ impl Store {
     }
 
     /// The garbage collector's `attemptToDeleteItem` for the dependent at `key`, run when it
-    /// was created and when an owner of it starts waiting in the foreground:
+    /// is created, when an owner of it starts waiting in the foreground and when an owner of
+    /// it is removed (`owner_removed`):
     /// - with a solid owner (existing, not waiting for dependents), its references to gone
     ///   and waiting owners are removed and it stays;
     /// - else, with an owner waiting, it is deleted (in the foreground when it has dependents
     ///   itself, as the collector does);
-    /// - else (every owner gone) it is deleted when its controller reference blocks owner
-    ///   deletion, as controllers set it. Narrower than the collector, which deletes any
-    ///   object whose owners are all gone: tests and users of `--no-local-controllers` write
-    ///   references to owners they never create.
-    pub(super) fn attempt_to_delete(&self, inner: &mut MutexGuard<'_, Inner>, key: &Key) {
+    /// - else (every owner gone) it is deleted after an owner's removal; at creation only when
+    ///   its controller reference blocks owner deletion, as controllers set it. Narrower there
+    ///   than the collector, which deletes any object whose owners are all gone: tests and
+    ///   users of `--no-local-controllers` write references to owners they never create.
+    pub(super) fn attempt_to_delete(
+        &self,
+        inner: &mut MutexGuard<'_, Inner>,
+        key: &Key,
+        owner_removed: bool,
+    ) {
         let Some(obj) = inner.objects.get(key).cloned() else {
             return;
         };
@@ -118,9 +125,10 @@ impl Store {
             let uid = meta::str_field(&obj, "uid").to_string();
             let has_dependents = !self.dependents(inner, &res, ns, &uid).is_empty();
             has_dependents.then(|| "Foreground".to_string())
-        } else if refs
-            .iter()
-            .any(|r| r["controller"] == json!(true) && r["blockOwnerDeletion"] == json!(true))
+        } else if owner_removed
+            || refs
+                .iter()
+                .any(|r| r["controller"] == json!(true) && r["blockOwnerDeletion"] == json!(true))
         {
             None
         } else {
@@ -235,7 +243,7 @@ impl Store {
             Some(old),
         );
         for (key, _) in self.dependents(inner, res, ns, &uid) {
-            self.attempt_to_delete(inner, &key);
+            self.attempt_to_delete(inner, &key, false);
         }
         self.release_foreground_owners_of(inner, &[uid]);
         inner

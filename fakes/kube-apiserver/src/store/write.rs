@@ -277,7 +277,7 @@ impl Store {
             crds::establish(&mut obj).map_err(|e| invalid(res, &name, e.field(), e.to_string()))?;
         }
         let stored = self.commit(&mut inner, ChangeType::Added, res, ns, &name, obj, None);
-        self.attempt_to_delete(&mut inner, &key);
+        self.attempt_to_delete(&mut inner, &key, false);
         self.sync_crd(&inner, res, &stored);
         if res.storage == "/namespaces" {
             self.namespace_created(&mut inner, &name);
