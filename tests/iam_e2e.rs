@@ -336,32 +336,6 @@ fn a_revoked_token_is_refreshed_once_and_the_sync_succeeds() -> Result<()> {
     Ok(())
 }
 
-/// What the operator may have made in the project's global collections and the zone's NEGs,
-/// as `collection/name` (the firewall rule and the network's defaults too: compare with a
-/// baseline).
-fn cloud_resources(sys: &System) -> Result<Vec<String>> {
-    let p = format!("compute/v1/projects/{PROJECT}");
-    let mut out = Vec::new();
-    for c in [
-        "forwardingRules",
-        "targetHttpProxies",
-        "targetHttpsProxies",
-        "urlMaps",
-        "backendServices",
-        "healthChecks",
-        "sslCertificates",
-        "addresses",
-        "firewalls",
-    ] {
-        let list = sys.compute_get(&format!("{p}/global/{c}"))?;
-        out.extend(item_names(&list).into_iter().map(|n| format!("{c}/{n}")));
-    }
-    let negs = sys.compute_get(&format!("{p}/zones/{ZONE}/networkEndpointGroups"))?;
-    out.extend(item_names(&negs).into_iter().map(|n| format!("negs/{n}")));
-    out.sort();
-    Ok(out)
-}
-
 /// Issue 43 (deploy/iam/permission-report.md, row `compute.globalOperations.get`): the
 /// operator may insert but not wait on the Operation, so the first sync fails after the API
 /// accepted its health checks; the role is then restored and the Ingress deleted at once.
@@ -378,15 +352,15 @@ fn an_insert_whose_operation_wait_is_refused_is_deleted_with_the_ingress() -> Re
         .collect();
     sys.define_role("gclbOperator", &without)?;
     bind(&sys, &format!("serviceAccount:{GSA}"), &role())?;
-    let baseline = cloud_resources(&sys)?;
+    let baseline = sys.project_resources()?;
     sys.apply_path(&examples())?;
     sys.start_operator(&[])?;
     wait_for_event(&sys, "'compute.globalOperations.get'")?;
     let made = wait_for("a health check inserted", DEADLINE, || {
-        let now = cloud_resources(&sys)?;
+        let now = sys.project_resources()?;
         Ok(now
             .iter()
-            .any(|r| r.starts_with("healthChecks/"))
+            .any(|r| r.starts_with("global/healthChecks/"))
             .then_some(now))
     })?;
 
@@ -398,7 +372,8 @@ fn an_insert_whose_operation_wait_is_refused_is_deleted_with_the_ingress() -> Re
     })?;
     let mut left = Vec::new();
     wait_for("the project back to its baseline", DEADLINE, || {
-        left = cloud_resources(&sys)?
+        left = sys
+            .project_resources()?
             .into_iter()
             .filter(|r| !baseline.contains(r))
             .collect();

@@ -90,7 +90,7 @@ impl Stack {
         sys.bind(Method::POST, MEMBER, &role_name())?;
         iam_scenarios::prepare(&sys, gateway)?;
         sys.start_operator(if gateway { &["--gateway-api"] } else { &[] })?;
-        let baseline = iam_scenarios::cloud_resources(&sys)?;
+        let baseline = sys.project_resources()?;
         Ok(Stack {
             sys,
             gateway,
@@ -120,8 +120,7 @@ impl Stack {
     }
 
     fn collected(&self, sc: Scenario, ns: &str) -> Result<bool> {
-        Ok(sc.object_gone(&self.sys, ns)?
-            && iam_scenarios::cloud_resources(&self.sys)? == self.baseline)
+        Ok(sc.object_gone(&self.sys, ns)? && self.sys.project_resources()? == self.baseline)
     }
 
     /// Runs `phase` of `sc` in `ns` until it completes, or, with `removed`, until the emulator
@@ -209,7 +208,8 @@ impl Stack {
             if sc.object_gone(sys, ns)? {
                 let t = *gone_at.get_or_insert_with(Instant::now);
                 if t.elapsed() > GRACE {
-                    let left: Vec<String> = iam_scenarios::cloud_resources(sys)?
+                    let left: Vec<String> = sys
+                        .project_resources()?
                         .into_iter()
                         .filter(|r| !self.baseline.contains(r))
                         .collect();
@@ -223,7 +223,7 @@ impl Stack {
             Ok(None)
         })
         .with_context(|| {
-            let left = iam_scenarios::cloud_resources(sys).unwrap_or_default();
+            let left = sys.project_resources().unwrap_or_default();
             format!("left: {left:?}\n{}", sys.logs())
         })?;
         iam_scenarios::admin_delete(sys, &left)?;

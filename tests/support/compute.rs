@@ -5,7 +5,24 @@
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
 
+use super::regional::{REGION, REGIONAL};
 use super::{item_names, wait_for, System, DEADLINE, PROJECT, ZONE};
+
+/// The global collections the operator writes for its Ingress and Gateway load balancers.
+pub const GLOBAL: &[&str] = &[
+    "forwardingRules",
+    "targetHttpProxies",
+    "targetHttpsProxies",
+    "targetTcpProxies",
+    "targetSslProxies",
+    "urlMaps",
+    "backendServices",
+    "healthChecks",
+    "sslCertificates",
+    "securityPolicies",
+    "addresses",
+    "firewalls",
+];
 
 impl System {
     /// `rb` with [`System::admin_token`] as its bearer token, if any.
@@ -83,6 +100,37 @@ impl System {
             "compute/v1/projects/{PROJECT}/zones/{ZONE}/networkEndpointGroups"
         ))?;
         Ok(item_names(&list))
+    }
+
+    /// Everything in the project's [`GLOBAL`] collections, the [`REGIONAL`] collections of
+    /// [`REGION`] and the NEGs of [`ZONE`], as `global/{collection}/{name}`,
+    /// `regions/{collection}/{name}` and `zones/networkEndpointGroups/{name}`, sorted: what the
+    /// operator may have made, with what the test made itself and the network's defaults
+    /// (compare with a baseline).
+    pub fn project_resources(&self) -> Result<Vec<String>> {
+        let p = format!("compute/v1/projects/{PROJECT}");
+        let mut paths: Vec<(String, String)> = GLOBAL
+            .iter()
+            .map(|c| (format!("global/{c}"), format!("{p}/global/{c}")))
+            .collect();
+        for c in REGIONAL {
+            paths.push((format!("regions/{c}"), format!("{p}/regions/{REGION}/{c}")));
+        }
+        paths.push((
+            "zones/networkEndpointGroups".into(),
+            format!("{p}/zones/{ZONE}/networkEndpointGroups"),
+        ));
+        let mut out = Vec::new();
+        for (label, path) in paths {
+            let list = self.compute_get(&path)?;
+            out.extend(
+                item_names(&list)
+                    .into_iter()
+                    .map(|n| format!("{label}/{n}")),
+            );
+        }
+        out.sort();
+        Ok(out)
     }
 
     /// The emulator's count of mutating API calls so far (admin API `/_emulator/calls`).

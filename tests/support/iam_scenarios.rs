@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::support::regional::REGION;
 use crate::support::tls::self_signed;
-use crate::support::{item_names, repo_root, wait_for, System, DEADLINE, PROJECT, ZONE};
+use crate::support::{repo_root, wait_for, System, DEADLINE, PROJECT, ZONE};
 
 /// One scenario: a kind of load balancer the operator builds from one object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,48 +119,6 @@ pub fn prepare(sys: &System, gateway: bool) -> Result<()> {
         sys.compute_post(&path, &body)?;
     }
     Ok(())
-}
-
-/// The operator's Compute resources in the project: every global, regional ([`REGION`]) and
-/// zonal ([`ZONE`] NEGs) collection it writes, as `collection/name`. [`prepare`]'s resources
-/// and the network's defaults are in it too: compare with a baseline.
-pub fn cloud_resources(sys: &System) -> Result<Vec<String>> {
-    let p = format!("compute/v1/projects/{PROJECT}");
-    let mut paths: Vec<(String, String)> = [
-        "forwardingRules",
-        "targetHttpProxies",
-        "targetHttpsProxies",
-        "targetTcpProxies",
-        "targetSslProxies",
-        "urlMaps",
-        "backendServices",
-        "healthChecks",
-        "sslCertificates",
-        "securityPolicies",
-        "addresses",
-        "firewalls",
-    ]
-    .iter()
-    .map(|c| (format!("global/{c}"), format!("{p}/global/{c}")))
-    .collect();
-    for c in crate::support::regional::REGIONAL {
-        paths.push((format!("regions/{c}"), format!("{p}/regions/{REGION}/{c}")));
-    }
-    paths.push((
-        "zones/networkEndpointGroups".into(),
-        format!("{p}/zones/{ZONE}/networkEndpointGroups"),
-    ));
-    let mut out = Vec::new();
-    for (label, path) in paths {
-        let list = sys.compute_get(&path)?;
-        out.extend(
-            item_names(&list)
-                .into_iter()
-                .map(|n| format!("{label}/{n}")),
-        );
-    }
-    out.sort();
-    Ok(out)
 }
 
 /// A Service `name` on port 80 with one echo Pod (HTTP on 8080, or TLS with `tls`).
@@ -436,7 +394,7 @@ impl Scenario {
     }
 }
 
-/// Deletes `left` (labels of [`cloud_resources`]) as the local admin, users before what they
+/// Deletes `left` (labels of [`System::project_resources`]) as the local admin, users before what they
 /// use (forwarding rules, proxies, URL maps, backend services, the rest), each tried once.
 pub fn admin_delete(sys: &System, left: &[String]) -> Result<()> {
     const ORDER: &[&str] = &[
