@@ -23,7 +23,8 @@ mod support;
 use anyhow::{Context, Result};
 use base64::Engine;
 use serde_json::Value;
-use support::regional::{wait_for_https_redirect, REGION};
+use support::compute::wait_for_https_redirect;
+use support::regional::REGION;
 use support::*;
 
 const HOST: &str = "your-store.example";
@@ -61,7 +62,7 @@ fn https_with_redirect(sys: &System, ip: &str) -> Result<()> {
         b64(&key)
     ))?;
     let http = sys.wait_for_listener(ip, 80)?;
-    wait_for_https_redirect("the regional HTTP rule", &http, HOST, "/products?x=1")
+    wait_for_https_redirect("the regional HTTP rule", &http, HOST, "/products?x=1", 301)
         .with_context(|| sys.logs())?;
     let https = wait_for(&format!("a listener on {ip}:443"), DEADLINE, || {
         sys.listener_for(ip, 443)

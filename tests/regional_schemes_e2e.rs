@@ -17,7 +17,8 @@ mod support;
 
 use anyhow::{anyhow, Context, Result};
 use serde_json::Value;
-use support::regional::{wait_for_https_redirect, REGION};
+use support::compute::wait_for_https_redirect;
+use support::regional::REGION;
 use support::tls::{https_get_with, self_signed, trusting};
 use support::*;
 
@@ -198,7 +199,7 @@ fn internal_redirect(sys: &System) -> Result<()> {
         b64(&key)
     ))?;
     let plain = sys.wait_for_listener(&vip, 80)?;
-    wait_for_https_redirect("the internal HTTP rule", &plain, HOST, "/products")
+    wait_for_https_redirect("the internal HTTP rule", &plain, HOST, "/products", 301)
         .with_context(|| sys.logs())?;
     let secure = sys.wait_for_listener(&vip, 443)?;
     let verified = trusting(&cert)?;

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine as _;
+use support::compute::wait_for_https_redirect;
 use support::tls::{https_get, https_get_with, self_signed, trusting};
 use support::*;
 
@@ -291,29 +292,14 @@ fn redirect_to_https_answers_with_the_configured_code_and_location() -> Result<(
     sys.apply(&yaml)?;
     let ip = sys.wait_for_ingress_ip("default", "web")?;
     let http_socket = sys.wait_for_listener(&ip, 80)?;
-    let http = reqwest::blocking::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .pool_max_idle_per_host(0)
-        .build()?;
     let expect = |code: u16| -> Result<()> {
-        wait_for(&format!("a {code} redirect"), DEADLINE, || {
-            let r = http
-                .get(format!("http://{http_socket}/some/path?x=1"))
-                .header("host", "r.example")
-                .send()?;
-            let status = r.status().as_u16();
-            let location = r
-                .headers()
-                .get("location")
-                .and_then(|l| l.to_str().ok())
-                .unwrap_or_default()
-                .to_string();
-            if status == code && location == "https://r.example/some/path?x=1" {
-                Ok(Some(()))
-            } else {
-                Err(anyhow!("got {status} Location {location:?}"))
-            }
-        })
+        wait_for_https_redirect(
+            "r.example",
+            &http_socket,
+            "r.example",
+            "/some/path?x=1",
+            code,
+        )
         .with_context(|| sys.logs())
     };
     expect(302)?;

@@ -246,3 +246,40 @@ impl System {
         Ok(resp.text()?)
     }
 }
+
+/// Waits until `GET http://{socket}{path}` with `Host: {host}` answers `status` with
+/// `Location: https://{host}{path}` (FrontendConfig `redirectToHttps` with its
+/// `responseCodeName`, global or regional; Google's "Set up HTTP-to-HTTPS redirect" pages),
+/// `what` naming the rule in the timeout's message.
+///
+/// Errors: no such answer within [`DEADLINE`] (the last status and Location).
+pub fn wait_for_https_redirect(
+    what: &str,
+    socket: &str,
+    host: &str,
+    path: &str,
+    status: u16,
+) -> Result<()> {
+    let client = reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(0)
+        .build()?;
+    wait_for(&format!("a {status} to https on {what}"), DEADLINE, || {
+        let r = client
+            .get(format!("http://{socket}{path}"))
+            .header("host", host)
+            .send()?;
+        let got = r.status().as_u16();
+        let location = r
+            .headers()
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        if got == status && location == format!("https://{host}{path}") {
+            Ok(Some(()))
+        } else {
+            Err(anyhow!("got {got} Location {location:?}"))
+        }
+    })
+}

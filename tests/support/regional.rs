@@ -21,37 +21,6 @@ pub const REGIONAL: &[&str] = &[
     "healthChecks",
 ];
 
-/// Waits until `GET http://{socket}{path}` with `Host: {host}` answers 301 with `Location:
-/// https://{host}{path}` (FrontendConfig `redirectToHttps` on a regional class; Google's
-/// "Set up HTTP-to-HTTPS redirect" pages for regional load balancers), `what` naming the rule
-/// in the timeout's message.
-///
-/// Errors: no such answer within [`DEADLINE`] (the last status and Location).
-pub fn wait_for_https_redirect(what: &str, socket: &str, host: &str, path: &str) -> Result<()> {
-    let client = reqwest::blocking::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .pool_max_idle_per_host(0)
-        .build()?;
-    wait_for(&format!("a 301 to https on {what}"), DEADLINE, || {
-        let r = client
-            .get(format!("http://{socket}{path}"))
-            .header("host", host)
-            .send()?;
-        let status = r.status().as_u16();
-        let location = r
-            .headers()
-            .get("location")
-            .and_then(|l| l.to_str().ok())
-            .unwrap_or_default()
-            .to_string();
-        if status == 301 && location == format!("https://{host}{path}") {
-            Ok(Some(()))
-        } else {
-            Err(anyhow!("got {status} Location {location:?}"))
-        }
-    })
-}
-
 impl System {
     /// Runs `shell_command` (a gcloud command line) with gcloud aimed at the emulator
     /// (docs/reference gce-clients.md: endpoint override and an access token file); its stdout.
