@@ -85,18 +85,7 @@ impl Store {
         // Garbage collection (background propagation): each dependent of this uid is
         // attempted (deleted unless another owner of it is solid).
         let uid = meta::str_field(&removed, "uid").to_string();
-        let dependents: Vec<Key> = inner
-            .objects
-            .iter()
-            .filter(|((_, dns, _), o)| {
-                (dns == ns || !res.namespaced)
-                    && o["metadata"]["ownerReferences"]
-                        .as_array()
-                        .is_some_and(|refs| refs.iter().any(|r| r["uid"] == json!(uid)))
-            })
-            .map(|(k, _)| k.clone())
-            .collect();
-        for key in dependents {
+        for (key, _) in self.dependents(inner, res, ns, &uid) {
             self.attempt_to_delete(inner, &key, true);
         }
         if res.storage == "/namespaces" {

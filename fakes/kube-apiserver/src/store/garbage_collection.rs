@@ -98,27 +98,11 @@ impl Store {
             .map(|r| Self::owner_state(inner, ns, r))
             .collect();
         if states.contains(&OwnerState::Solid) {
-            let kept: Vec<Value> = refs
-                .iter()
-                .zip(&states)
-                .filter(|(_, s)| **s == OwnerState::Solid)
-                .map(|(r, _)| r.clone())
-                .collect();
-            if kept.len() == refs.len() {
-                return;
+            let solid = |i: usize, _: &Value| states[i] == OwnerState::Solid;
+            if self.retain_owner_references(inner, key, solid) {
+                // An owner waiting for this dependent may have no other left.
+                self.release_foreground_owners(inner, &obj);
             }
-            let mut new = obj.clone();
-            metadata_mut(&mut new).insert("ownerReferences".into(), json!(kept));
-            self.commit(
-                inner,
-                ChangeType::Modified,
-                &res,
-                ns,
-                name,
-                new,
-                Some(obj.clone()),
-            );
-            self.release_foreground_owners(inner, &obj);
             return;
         }
         let policy = if states.contains(&OwnerState::Waiting) {
@@ -165,6 +149,45 @@ impl Store {
             .collect()
     }
 
+    /// Keeps the ownerReferences of the object at `key` that `keep` (index, reference)
+    /// accepts, removing the field when none is left. Returns whether any was removed.
+    fn retain_owner_references(
+        &self,
+        inner: &mut MutexGuard<'_, Inner>,
+        key: &Key,
+        keep: impl Fn(usize, &Value) -> bool,
+    ) -> bool {
+        let Some(old) = inner.objects.get(key).cloned() else {
+            return false;
+        };
+        let Some(res) = self.registry.by_storage(&key.0).into_iter().next() else {
+            return false;
+        };
+        let refs = old["metadata"]["ownerReferences"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let kept: Vec<Value> = refs
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| keep(*i, r))
+            .map(|(_, r)| r.clone())
+            .collect();
+        if kept.len() == refs.len() {
+            return false;
+        }
+        let mut new = old.clone();
+        let md = metadata_mut(&mut new);
+        if kept.is_empty() {
+            md.remove("ownerReferences");
+        } else {
+            md.insert("ownerReferences".into(), json!(kept));
+        }
+        let (_, ns, name) = key;
+        self.commit(inner, ChangeType::Modified, &res, ns, name, new, Some(old));
+        true
+    }
+
     /// `Orphan`: removes the ownerReferences to `uid` from its dependents.
     pub(super) fn orphan_dependents(
         &self,
@@ -173,40 +196,8 @@ impl Store {
         ns: &str,
         uid: &str,
     ) {
-        for ((storage, dns, dname), _) in self.dependents(inner, res, ns, uid) {
-            let Some(dres) = self.registry.by_storage(&storage).into_iter().next() else {
-                continue;
-            };
-            let Some(old) = inner
-                .objects
-                .get(&(storage, dns.clone(), dname.clone()))
-                .cloned()
-            else {
-                continue;
-            };
-            let mut new = old.clone();
-            let md = metadata_mut(&mut new);
-            let refs: Vec<Value> = old["metadata"]["ownerReferences"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|r| r["uid"] != json!(uid))
-                .cloned()
-                .collect();
-            if refs.is_empty() {
-                md.remove("ownerReferences");
-            } else {
-                md.insert("ownerReferences".into(), json!(refs));
-            }
-            self.commit(
-                inner,
-                ChangeType::Modified,
-                &dres,
-                &dns,
-                &dname,
-                new,
-                Some(old),
-            );
+        for (key, _) in self.dependents(inner, res, ns, uid) {
+            self.retain_owner_references(inner, &key, |_, r| r["uid"] != json!(uid));
         }
     }
 
