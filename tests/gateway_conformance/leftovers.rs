@@ -3,25 +3,14 @@
 
 use anyhow::Result;
 
+use super::support::compute::GLOBAL;
 use super::support::*;
 
 /// Every resource of the Gateway controller (names starting `gkegw1`) left in the emulator:
 /// Compute collections, NEGs and Network Services tlsRoutes.
 pub fn gateway_resources(sys: &System) -> Result<Vec<String>> {
     let mut out = Vec::new();
-    for c in [
-        "forwardingRules",
-        "targetHttpProxies",
-        "targetHttpsProxies",
-        "targetTcpProxies",
-        "targetSslProxies",
-        "urlMaps",
-        "backendServices",
-        "healthChecks",
-        "sslCertificates",
-        "addresses",
-        "firewalls",
-    ] {
+    for c in GLOBAL {
         out.extend(
             sys.compute_names(c)?
                 .into_iter()
