@@ -2,10 +2,12 @@
 //! (HTTP, HTTPS, HTTP2) and TLS without certificate verification, as Google's proxies do not
 //! verify backend certificates (Compute docs, "Encryption to the backends").
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use futures::future::Either;
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -152,43 +154,54 @@ impl Default for Upstream {
 impl Upstream {
     /// Sends `req` (origin-form URI, `/path?query`) to `ep` over `protocol`: HTTP through the
     /// endpoint's own HTTP/1 pool, HTTPS and HTTP2 through the shared TLS clients (which take
-    /// the absolute URI `https://ip:port/path?query` built here).
-    pub async fn send(
-        &self,
+    /// the absolute URI `https://ip:port/path?query` built here). The HTTP future is returned
+    /// as it is and the TLS ones boxed, so that the proxy's future, which holds this one, is
+    /// not as large as the largest of them (`proxy::tests::the_request_future_stays_small`).
+    pub fn send<'a>(
+        &'a self,
         protocol: BackendProtocol,
-        ep: &Arc<Endpoint>,
-        mut req: http::Request<Incoming>,
-    ) -> Result<http::Response<UpstreamBody>, UpstreamError> {
+        ep: &'a Arc<Endpoint>,
+        req: http::Request<Incoming>,
+    ) -> impl Future<Output = Result<http::Response<UpstreamBody>, UpstreamError>> + Send + 'a {
         let client = match protocol {
-            BackendProtocol::Http => return send_http1(ep, req).await,
+            BackendProtocol::Http => return Either::Left(send_http1(ep, req)),
             BackendProtocol::Https => &self.https,
             BackendProtocol::Http2 => &self.http2,
         };
-        let mut parts = http::uri::Parts::default();
-        parts.scheme = Some(http::uri::Scheme::HTTPS);
-        parts.authority = Some(ep.authority.clone());
-        parts.path_and_query = req.uri().path_and_query().cloned();
-        *req.uri_mut() = http::Uri::from_parts(parts).map_err(UpstreamError::Uri)?;
-        // These pools share connections between endpoints of the same address, so draining
-        // cuts the request and its body rather than the connection (see draining.rs).
-        let resp = ep
-            .drained
-            .run_until_cancelled(client.request(req))
-            .await
-            .ok_or(UpstreamError::Drained)?
-            .map_err(UpstreamError::Client)?;
-        let drained = ep.drained.clone();
-        let drain: Option<BodyEnd> = Some(Box::pin(async move {
-            drained.cancelled_owned().await;
-            UpstreamError::Drained
-        }));
-        Ok(resp.map(|inner| UpstreamBody {
-            inner,
-            ret: None,
-            done: false,
-            drain,
-        }))
+        Either::Right(Box::pin(send_pooled(client, ep, req)))
     }
+}
+
+/// [`Upstream::send`] through a shared TLS client.
+async fn send_pooled(
+    client: &HttpsClient,
+    ep: &Arc<Endpoint>,
+    mut req: http::Request<Incoming>,
+) -> Result<http::Response<UpstreamBody>, UpstreamError> {
+    let mut parts = http::uri::Parts::default();
+    parts.scheme = Some(http::uri::Scheme::HTTPS);
+    parts.authority = Some(ep.authority.clone());
+    parts.path_and_query = req.uri().path_and_query().cloned();
+    *req.uri_mut() = http::Uri::from_parts(parts).map_err(UpstreamError::Uri)?;
+    // These pools share connections between endpoints of the same address, so draining
+    // cuts the request and its body rather than the connection (see draining.rs).
+    let resp = ep
+        .drained
+        .run_until_cancelled(client.request(req))
+        .await
+        .ok_or(UpstreamError::Drained)?
+        .map_err(UpstreamError::Client)?;
+    let drained = ep.drained.clone();
+    let drain: Option<BodyEnd> = Some(Box::pin(async move {
+        drained.cancelled_owned().await;
+        UpstreamError::Drained
+    }));
+    Ok(resp.map(|inner| UpstreamBody {
+        inner,
+        ret: None,
+        done: false,
+        drain,
+    }))
 }
 
 /// A future that ends a response body: the endpoint's connection draining or, for HTTP/2
@@ -277,49 +290,73 @@ async fn connect_http1(ep: &Endpoint) -> Result<http1::SendRequest<Incoming>, Up
     Ok(sender)
 }
 
-async fn send_http1(
+/// [`Upstream::send`] over HTTP: on a pooled connection that is still open, else a new one;
+/// a request the pooled connection did not take (it was closing) goes once more on a new
+/// connection. A function returning its future, so that `req` is stored in it once.
+#[allow(clippy::manual_async_fn)] // an `async fn` would store `req` twice
+fn send_http1(
     ep: &Arc<Endpoint>,
-    mut req: http::Request<Incoming>,
-) -> Result<http::Response<UpstreamBody>, UpstreamError> {
-    let mut fresh = false;
-    let mut sender = loop {
-        match ep.pool.take() {
-            // A pooled connection the endpoint closed meanwhile fails `ready`: try the next.
-            Some(mut s) => {
-                if s.ready().await.is_ok() {
-                    break s;
-                }
-            }
-            None => {
-                fresh = true;
-                break Box::pin(connect_http1(ep)).await?;
-            }
-        }
-    };
-    loop {
-        match sender.try_send_request(req).await {
-            Ok(resp) => {
-                // An upgraded connection belongs to the WebSocket now.
-                let keep = resp.status() != http::StatusCode::SWITCHING_PROTOCOLS;
-                let ret = keep.then(|| (sender, ep.clone()));
-                return Ok(resp.map(|inner| UpstreamBody {
-                    inner,
-                    ret,
-                    done: false,
-                    drain: None,
-                }));
-            }
-            Err(mut e) => match e.take_message() {
-                // Not sent (the idle connection was closing): once more on a new connection.
-                Some(r) if !fresh => {
-                    req = r;
-                    sender = Box::pin(connect_http1(ep)).await?;
-                    fresh = true;
-                }
-                _ => return Err(UpstreamError::Http(e.into_error())),
-            },
+    req: http::Request<Incoming>,
+) -> impl Future<Output = Result<http::Response<UpstreamBody>, UpstreamError>> + Send + '_ {
+    async move {
+        let (mut sender, fresh) = match pooled(ep).await {
+            Some(s) => (s, false),
+            None => (Box::pin(connect_http1(ep)).await?, true),
+        };
+        // The result is taken apart in its own statement: held to the end of a `match` with
+        // an await in an arm, it would stay in this future's state (272 bytes).
+        let e = match sender.try_send_request(req).await {
+            Ok(resp) => return Ok(pooled_response(resp, sender, ep)),
+            Err(e) => e,
+        };
+        // Boxed: its state (the request given back, a new connection) only exists here.
+        Box::pin(send_again(ep, e, fresh)).await
+    }
+}
+
+/// The first of the endpoint's pooled connections that is still open (one the endpoint closed
+/// meanwhile fails `ready` and is dropped).
+async fn pooled(ep: &Endpoint) -> Option<http1::SendRequest<Incoming>> {
+    while let Some(mut s) = ep.pool.take() {
+        if s.ready().await.is_ok() {
+            return Some(s);
         }
     }
+    None
+}
+
+/// After `try_send_request` failed with `e`: a request that was not sent (the idle connection
+/// was closing) goes once on a new connection, unless it failed on a new one already.
+async fn send_again(
+    ep: &Arc<Endpoint>,
+    mut e: hyper::client::conn::TrySendError<http::Request<Incoming>>,
+    fresh: bool,
+) -> Result<http::Response<UpstreamBody>, UpstreamError> {
+    match e.take_message() {
+        Some(req) if !fresh => {
+            let mut sender = Box::pin(connect_http1(ep)).await?;
+            let resp = sender.send_request(req).await?;
+            Ok(pooled_response(resp, sender, ep))
+        }
+        _ => Err(UpstreamError::Http(e.into_error())),
+    }
+}
+
+/// `resp` with a body that gives `sender` back to the endpoint's pool once read to the end,
+/// unless the connection was upgraded (it belongs to the WebSocket then).
+fn pooled_response(
+    resp: http::Response<Incoming>,
+    sender: http1::SendRequest<Incoming>,
+    ep: &Arc<Endpoint>,
+) -> http::Response<UpstreamBody> {
+    let keep = resp.status() != http::StatusCode::SWITCHING_PROTOCOLS;
+    let ret = keep.then(|| (sender, ep.clone()));
+    resp.map(|inner| UpstreamBody {
+        inner,
+        ret,
+        done: false,
+        drain: None,
+    })
 }
 
 /// A response body from an endpoint; when read to the end, its HTTP/1 connection goes back to

@@ -36,7 +36,7 @@ pub fn enforce(
     policy: &SecurityPolicy,
     f: &Facts<'_>,
     req: &Request<Incoming>,
-    rec: &mut Option<AccessRecord>,
+    rec: &mut Option<Box<AccessRecord>>,
 ) -> Result<AddHeaders, Box<Response<Body>>> {
     let decision = policy.evaluate(
         &super::Request {

@@ -107,7 +107,7 @@ impl Cdn {
         store: &Arc<Store>,
         req: &Request<B>,
         f: &Facts<'_>,
-        rec: &mut Option<AccessRecord>,
+        rec: &mut Option<Box<AccessRecord>>,
     ) -> Lookup {
         let scheme = if f.https { "https" } else { "http" };
         if !self.keys.is_empty() {
@@ -205,7 +205,7 @@ impl Fill {
     pub async fn store(
         self,
         resp: Response<Body>,
-        rec: &mut Option<AccessRecord>,
+        rec: &mut Option<Box<AccessRecord>>,
     ) -> Response<Body> {
         let now = SystemTime::now();
         let decision = self.policy.decide(&resp, now);

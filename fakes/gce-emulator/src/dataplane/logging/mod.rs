@@ -41,12 +41,12 @@ pub fn sample<B>(
     rule: &str,
     conn: &ConnInfo,
     req: &Request<B>,
-    rec: &mut Option<AccessRecord>,
+    rec: &mut Option<Box<AccessRecord>>,
 ) {
     if l.sample_rate <= 0.0 || (l.sample_rate < 1.0 && rand::random::<f64>() >= l.sample_rate) {
         return;
     }
-    rec.get_or_insert_with(|| AccessRecord::new(rule, conn, req))
+    rec.get_or_insert_with(|| Box::new(AccessRecord::new(rule, conn, req)))
         .cloud_log = true;
 }
 

@@ -39,7 +39,7 @@ pub(super) struct Edge {
     /// headers), replacing any the client sent.
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// The cache entry the backend's response fills, when the CDN looked it up and missed.
-    pub fill: Option<cdn::Fill>,
+    pub fill: Option<Box<cdn::Fill>>,
 }
 
 /// Whether `bs` has any edge feature (else [`apply`] is skipped): decided when it was compiled.
@@ -55,7 +55,7 @@ pub(super) async fn apply(
     bs: &Arc<BackendService>,
     f: &Facts<'_>,
     req: &Request<Incoming>,
-    rec: &mut Option<AccessRecord>,
+    rec: &mut Option<Box<AccessRecord>>,
 ) -> Result<Edge, Response<Body>> {
     let mut edge = Edge::default();
     if let Some(l) = &bs.log_config {
@@ -73,7 +73,7 @@ pub(super) async fn apply(
         };
         match cdn.lookup(&ctx.cdn, req, &facts, rec).await {
             cdn::Lookup::Respond(resp) => return Err(resp),
-            cdn::Lookup::Fill(fill) => edge.fill = Some(fill),
+            cdn::Lookup::Fill(fill) => edge.fill = Some(Box::new(fill)),
             cdn::Lookup::Bypass => {}
         }
     }
