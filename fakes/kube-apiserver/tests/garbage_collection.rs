@@ -141,3 +141,36 @@ async fn a_background_deletion_keeps_a_dependent_with_another_solid_owner() {
         "and names only its solid owner"
     );
 }
+
+/// The collector finds an owner by the reference's name and takes a uid other than the
+/// reference's as the owner gone (`isDangling`): a controller reference that blocks owner
+/// deletion and carries a live object's uid under another name is dangling, and its dependent
+/// is collected when created; the same reference with the owner's own name keeps it.
+#[tokio::test]
+async fn an_owner_is_found_by_the_references_name_and_uid() {
+    let server = start(&["--no-local-controllers"]);
+    let http = Http::new(&server);
+    let (_, owner) = http.post(CMS, cm("owner")).await;
+    let controlled_by = |name: &str, owner_name: &str| {
+        let mut d = cm(name);
+        d["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
+            "name": owner_name, "uid": owner["metadata"]["uid"],
+            "controller": true, "blockOwnerDeletion": true}]);
+        d
+    };
+    assert_eq!(http.post(CMS, controlled_by("kept", "owner")).await.0, 201);
+    assert_eq!(
+        http.get(&format!("{CMS}/kept")).await.0,
+        200,
+        "a dependent of its owner by name and uid stays"
+    );
+    assert_eq!(
+        http.post(CMS, controlled_by("dangling", "renamed")).await.0,
+        201
+    );
+    assert_eq!(
+        http.get(&format!("{CMS}/dangling")).await.0,
+        404,
+        "a reference naming no object with its uid is dangling: the dependent is collected"
+    );
+}

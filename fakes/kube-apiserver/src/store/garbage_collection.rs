@@ -48,13 +48,21 @@ fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
 
 impl Store {
     /// How the garbage collector sees the owner named by reference `r` of an object in `ns`
-    /// (`classifyReferences` in kube-controller-manager's garbagecollector).
+    /// (`classifyReferences` in kube-controller-manager's garbagecollector). As the collector's
+    /// `isDangling` does (pkg/controller/garbagecollector/garbagecollector.go: a GET of the
+    /// reference's name, then its uid compared), the owner is the object of the reference's
+    /// name, and a uid other than the reference's makes the reference dangling (gone). The
+    /// name is compared first, from the store's key: a create scans the store once per
+    /// reference, and each object's uid read from its JSON is two map lookups.
     fn owner_state(inner: &Inner, ns: &str, r: &Value) -> OwnerState {
+        let Some(name) = r["name"].as_str() else {
+            return OwnerState::Gone;
+        };
         inner
             .objects
             .iter()
-            .find(|((_, ons, _), o)| {
-                (ons == ns || ons.is_empty()) && o["metadata"]["uid"] == r["uid"]
+            .find(|((_, ons, oname), o)| {
+                oname == name && (ons == ns || ons.is_empty()) && o["metadata"]["uid"] == r["uid"]
             })
             .map_or(OwnerState::Gone, |(_, o)| {
                 if finalizers(o).iter().any(|f| f == FOREGROUND_DELETION) {
