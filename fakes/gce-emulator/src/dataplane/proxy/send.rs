@@ -63,7 +63,7 @@ impl Pending {
     /// so that `self` and `req` are stored in it once (an `async fn` keeps its arguments twice).
     #[allow(clippy::manual_async_fn)] // an `async fn` would store `self` and `req` twice
     pub(super) fn exchange<'a>(
-        self,
+        mut self,
         ctx: &'a ProxyContext,
         conn: &'a ConnInfo,
         req: Request<Incoming>,
@@ -76,14 +76,13 @@ impl Pending {
                 let send = std::pin::pin!(ctx.upstream.send(self.bs.protocol, &self.ep, req));
                 ctx.timer.timeout(self.limit, send).await
             };
-            let mut this = self;
-            let resp = match this.response(conn, sent) {
+            let resp = match self.response(conn, sent) {
                 Ok(resp) => resp,
                 Err(answer) => return answer,
             };
-            match this.fill {
-                Some(f) => (Box::pin((*f).store(resp, rec)).await, Some(this.bs)),
-                None => (resp, Some(this.bs)),
+            match self.fill {
+                Some(f) => (Box::pin((*f).store(resp, rec)).await, Some(self.bs)),
+                None => (resp, Some(self.bs)),
             }
         }
     }
