@@ -8,7 +8,8 @@ use serde_json::Value;
 use super::regional::{REGION, REGIONAL};
 use super::{item_names, wait_for, System, DEADLINE, PROJECT, ZONE};
 
-/// The global collections the operator writes for its Ingress and Gateway load balancers.
+/// The global collections the operator writes for its Ingress and Gateway load balancers, users
+/// before what they use (the order a clean-up deletes them in).
 pub const GLOBAL: &[&str] = &[
     "forwardingRules",
     "targetHttpProxies",

@@ -13,6 +13,7 @@
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
 
+use crate::support::compute::GLOBAL;
 use crate::support::regional::REGION;
 use crate::support::tls::self_signed;
 use crate::support::{repo_root, wait_for, System, DEADLINE, PROJECT, ZONE};
@@ -395,22 +396,14 @@ impl Scenario {
 }
 
 /// Deletes `left` (labels of [`System::project_resources`]) as the local admin, users before what they
-/// use (forwarding rules, proxies, URL maps, backend services, the rest), each tried once.
+/// use (in [`GLOBAL`]'s order, for the global and regional collections alike; NEGs last), each
+/// tried once.
 pub fn admin_delete(sys: &System, left: &[String]) -> Result<()> {
-    const ORDER: &[&str] = &[
-        "forwardingRules",
-        "targetHttpProxies",
-        "targetHttpsProxies",
-        "targetTcpProxies",
-        "targetSslProxies",
-        "urlMaps",
-        "backendServices",
-    ];
     let rank = |r: &String| {
-        ORDER
+        GLOBAL
             .iter()
             .position(|c| r.contains(&format!("/{c}/")))
-            .unwrap_or(ORDER.len())
+            .unwrap_or(GLOBAL.len())
     };
     let mut sorted: Vec<&String> = left.iter().collect();
     sorted.sort_by_key(|r| rank(r));
