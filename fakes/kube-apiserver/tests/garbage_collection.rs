@@ -14,6 +14,25 @@ fn cm(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}})
 }
 
+/// ConfigMap `name` with one ownerReference per object of `owners` (as the server returned it:
+/// its name and uid), each with the fields of `flags` (`controller`, `blockOwnerDeletion`).
+fn owned_by(name: &str, owners: &[&Value], flags: &Value) -> Value {
+    let refs: Vec<Value> = owners
+        .iter()
+        .map(|o| {
+            let mut r = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "name": o["metadata"]["name"], "uid": o["metadata"]["uid"]});
+            for (k, v) in flags.as_object().into_iter().flatten() {
+                r[k] = v.clone();
+            }
+            r
+        })
+        .collect();
+    let mut d = cm(name);
+    d["metadata"]["ownerReferences"] = json!(refs);
+    d
+}
+
 /// The garbage collector's `attemptToDeleteItem`: a dependent created while its only owner
 /// waits in the foreground (a ReplicaSet controller replacing a terminating Pod from a cache
 /// that has not seen its ReplicaSet's deletion) is deleted at once, so the owner still goes
@@ -25,17 +44,9 @@ async fn a_dependent_created_under_a_foreground_deletion_is_collected() {
     let (code, owner) = http.post(CMS, cm("owner")).await;
     assert_eq!(code, 201, "{owner}");
     let (_, solid) = http.post(CMS, cm("solid")).await;
+    let blocking = json!({"controller": false, "blockOwnerDeletion": true});
     let dependent = |name: &str, finalizer: bool, owners: Vec<&Value>| {
-        let refs: Vec<Value> = owners
-            .iter()
-            .map(|o| {
-                json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "name": o["metadata"]["name"], "uid": o["metadata"]["uid"],
-                "controller": false, "blockOwnerDeletion": true})
-            })
-            .collect();
-        let mut d = cm(name);
-        d["metadata"]["ownerReferences"] = json!(refs);
+        let mut d = owned_by(name, &owners, &blocking);
         if finalizer {
             d["metadata"]["finalizers"] = json!(["example.com/hold"]);
         }
@@ -106,20 +117,13 @@ async fn a_background_deletion_keeps_a_dependent_with_another_solid_owner() {
     let http = Http::new(&server);
     let (_, owner) = http.post(CMS, cm("owner")).await;
     let (_, solid) = http.post(CMS, cm("solid")).await;
-    let owned_by = |name: &str, owners: &[&Value]| {
-        let mut d = cm(name);
-        d["metadata"]["ownerReferences"] = owners
-            .iter()
-            .map(|o| {
-                json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "name": o["metadata"]["name"], "uid": o["metadata"]["uid"]})
-            })
-            .collect();
-        d
-    };
-    assert_eq!(http.post(CMS, owned_by("only", &[&owner])).await.0, 201);
+    let plain = json!({});
     assert_eq!(
-        http.post(CMS, owned_by("shared", &[&owner, &solid]))
+        http.post(CMS, owned_by("only", &[&owner], &plain)).await.0,
+        201
+    );
+    assert_eq!(
+        http.post(CMS, owned_by("shared", &[&owner, &solid], &plain))
             .await
             .0,
         201
@@ -151,21 +155,24 @@ async fn an_owner_is_found_by_the_references_name_and_uid() {
     let server = start(&["--no-local-controllers"]);
     let http = Http::new(&server);
     let (_, owner) = http.post(CMS, cm("owner")).await;
-    let controlled_by = |name: &str, owner_name: &str| {
-        let mut d = cm(name);
-        d["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
-            "name": owner_name, "uid": owner["metadata"]["uid"],
-            "controller": true, "blockOwnerDeletion": true}]);
-        d
-    };
-    assert_eq!(http.post(CMS, controlled_by("kept", "owner")).await.0, 201);
+    let controller = json!({"controller": true, "blockOwnerDeletion": true});
+    // The owner's uid under a name no object has.
+    let renamed = json!({"metadata": {"name": "renamed", "uid": owner["metadata"]["uid"]}});
+    assert_eq!(
+        http.post(CMS, owned_by("kept", &[&owner], &controller))
+            .await
+            .0,
+        201
+    );
     assert_eq!(
         http.get(&format!("{CMS}/kept")).await.0,
         200,
         "a dependent of its owner by name and uid stays"
     );
     assert_eq!(
-        http.post(CMS, controlled_by("dangling", "renamed")).await.0,
+        http.post(CMS, owned_by("dangling", &[&renamed], &controller))
+            .await
+            .0,
         201
     );
     assert_eq!(
