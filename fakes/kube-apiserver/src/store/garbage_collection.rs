@@ -90,7 +90,13 @@ impl Store {
         key: &Key,
         owner_removed: bool,
     ) {
-        let Some(obj) = inner.objects.get(key).cloned() else {
+        // Most creates have no owner: nothing to attempt, and no copy of the object made.
+        let owned = |o: &&Value| {
+            o["metadata"]["ownerReferences"]
+                .as_array()
+                .is_some_and(|r| !r.is_empty())
+        };
+        let Some(obj) = inner.objects.get(key).filter(owned).cloned() else {
             return;
         };
         let Some(res) = self.registry.by_storage(&key.0).into_iter().next() else {
